@@ -1,0 +1,5 @@
+/** Core building blocks shared by every domain: errors, assertions, time and logging. */
+export * from './errors.ts';
+export * from './assert.ts';
+export * from './clock.ts';
+export * from './logger.ts';

@@ -1,0 +1,209 @@
+/**
+ * Building, validating and decoding record batches. Producers build; the log validates on append
+ * and then only ever moves the bytes; consumers decode.
+ */
+import { EdgeqError } from '../core/errors.ts';
+import {
+  ATTR_CODEC_MASK,
+  ATTR_HAS_ORIGIN,
+  ATTR_KNOWN_BITS,
+  ATTR_LOG_APPEND_TIME,
+  BATCH_MAGIC,
+  LOG_OVERHEAD,
+  OFFSET_ATTRIBUTES,
+  OFFSET_BASE_SEQUENCE,
+  OFFSET_BATCH_LENGTH,
+  OFFSET_CRC,
+  OFFSET_FIRST_TIMESTAMP,
+  OFFSET_LAST_OFFSET_DELTA,
+  OFFSET_LEADER_EPOCH,
+  OFFSET_MAGIC,
+  OFFSET_MAX_TIMESTAMP,
+  OFFSET_ORIGIN_OFFSET,
+  OFFSET_ORIGIN_REGION,
+  OFFSET_ORIGIN_REGION_LENGTH,
+  OFFSET_PRODUCER_EPOCH,
+  OFFSET_PRODUCER_ID,
+  OFFSET_RECORD_COUNT,
+  ORIGIN_REGION_BYTES_MAX,
+  readBatchHeader,
+  type BatchHeader,
+} from './batch-format.ts';
+import { CompressionCodec, compress, compressionName, decompress, type CompressionId } from './compression.ts';
+import { crc32c } from './crc32c.ts';
+import { encodeRecords, walkRecords, type LogRecord, type RecordInput } from './record.ts';
+import { writeInt64 } from './varint.ts';
+
+/** Where records applied from another region came from. */
+export interface BatchOrigin {
+  region: string;
+  /** Offset of the batch's first record in the origin region's log. */
+  offset: number;
+}
+
+/** Options for `buildBatch`. */
+export interface BuildBatchOptions {
+  codec?: CompressionId;
+  baseOffset?: number;
+  leaderEpoch?: number;
+  producerId?: number;
+  producerEpoch?: number;
+  baseSequence?: number;
+  origin?: BatchOrigin | null;
+  logAppendTime?: boolean;
+  /** Timestamp for records that carry none. */
+  nowMs?: number;
+}
+
+/** Builds one batch holding `records`, in the storage format. */
+export async function buildBatch(records: readonly RecordInput[], options: BuildBatchOptions = {}): Promise<Buffer> {
+  const codec = options.codec ?? CompressionCodec.none;
+  if (compressionName(codec) === undefined) throw new EdgeqError('UNSUPPORTED_COMPRESSION', `unknown codec ${codec}`);
+  const encoded = encodeRecords(records, options.nowMs ?? Date.now());
+  const body = await compress(codec, encoded.bytes);
+  const origin = options.origin ?? null;
+  const regionBytes = origin ? Buffer.from(origin.region, 'utf8') : Buffer.alloc(0);
+  if (origin && (regionBytes.length === 0 || regionBytes.length > ORIGIN_REGION_BYTES_MAX)) {
+    throw new EdgeqError('INVALID_ARGUMENT', `origin region must be 1..${ORIGIN_REGION_BYTES_MAX} bytes`);
+  }
+  const recordsOffset = OFFSET_ORIGIN_REGION + regionBytes.length;
+  const out = Buffer.allocUnsafe(recordsOffset + body.length);
+  writeInt64(out, 0, options.baseOffset ?? 0);
+  out.writeInt32BE(out.length - LOG_OVERHEAD, OFFSET_BATCH_LENGTH);
+  out.writeInt32BE(options.leaderEpoch ?? -1, OFFSET_LEADER_EPOCH);
+  out.writeInt8(BATCH_MAGIC, OFFSET_MAGIC);
+  let attributes = codec;
+  if (options.logAppendTime) attributes |= ATTR_LOG_APPEND_TIME;
+  if (origin) attributes |= ATTR_HAS_ORIGIN;
+  out.writeInt16BE(attributes, OFFSET_ATTRIBUTES);
+  out.writeInt32BE(records.length - 1, OFFSET_LAST_OFFSET_DELTA);
+  writeInt64(out, OFFSET_FIRST_TIMESTAMP, encoded.firstTimestamp);
+  writeInt64(out, OFFSET_MAX_TIMESTAMP, encoded.maxTimestamp);
+  writeInt64(out, OFFSET_PRODUCER_ID, options.producerId ?? -1);
+  out.writeInt16BE(options.producerEpoch ?? -1, OFFSET_PRODUCER_EPOCH);
+  out.writeInt32BE(options.baseSequence ?? -1, OFFSET_BASE_SEQUENCE);
+  out.writeInt32BE(records.length, OFFSET_RECORD_COUNT);
+  writeInt64(out, OFFSET_ORIGIN_OFFSET, origin ? origin.offset : -1);
+  out.writeUInt8(regionBytes.length, OFFSET_ORIGIN_REGION_LENGTH);
+  regionBytes.copy(out, OFFSET_ORIGIN_REGION);
+  body.copy(out, recordsOffset);
+  out.writeUInt32BE(crc32c(out.subarray(OFFSET_ATTRIBUTES)), OFFSET_CRC);
+  return out;
+}
+
+/** Limits `validateBatch` enforces. */
+export interface ValidateLimits {
+  /** Largest batch accepted, header included. */
+  messageBytesMax: number;
+  /** Largest records section after decompression. */
+  decompressedBytesMax?: number;
+  /** Walk the records (decompressing when needed) to check framing and count. Default true. */
+  deep?: boolean;
+}
+
+/** Checks the header fields that need no record walk. Returns the header. */
+export function validateBatchHeader(buf: Buffer, limits: ValidateLimits): BatchHeader {
+  const h = readBatchHeader(buf, 0);
+  if (h.sizeBytes !== buf.length) {
+    throw new EdgeqError('CORRUPT_BATCH', `batch length says ${h.sizeBytes} bytes, buffer holds ${buf.length}`);
+  }
+  if (buf.length > limits.messageBytesMax) {
+    throw new EdgeqError('MESSAGE_TOO_LARGE', `batch of ${buf.length} bytes is over ${limits.messageBytesMax}`, {
+      details: { sizeBytes: buf.length, messageBytesMax: limits.messageBytesMax },
+    });
+  }
+  const crc = crc32c(buf.subarray(OFFSET_ATTRIBUTES));
+  if (crc !== h.crc) throw new EdgeqError('CORRUPT_BATCH', `CRC32C mismatch: stored ${h.crc}, computed ${crc}`);
+  if ((h.attributes & ~ATTR_KNOWN_BITS) !== 0) throw new EdgeqError('CORRUPT_BATCH', `unknown attribute bits ${h.attributes}`);
+  if (compressionName(h.attributes & ATTR_CODEC_MASK) === undefined) {
+    throw new EdgeqError('CORRUPT_BATCH', `unknown compression codec ${h.codec}`);
+  }
+  if (h.recordCount < 1) throw new EdgeqError('CORRUPT_BATCH', `record count ${h.recordCount} is below 1`);
+  if (h.lastOffsetDelta !== h.recordCount - 1) {
+    throw new EdgeqError('CORRUPT_BATCH', `record count ${h.recordCount} does not match last offset delta ${h.lastOffsetDelta}`);
+  }
+  if (h.firstTimestamp < 0 || h.maxTimestamp < h.firstTimestamp) {
+    throw new EdgeqError('CORRUPT_BATCH', `timestamps first=${h.firstTimestamp} max=${h.maxTimestamp} are invalid`);
+  }
+  const hasOrigin = (h.attributes & ATTR_HAS_ORIGIN) !== 0;
+  if (hasOrigin !== (h.originRegion !== null) || (hasOrigin && h.originOffset < 0)) {
+    throw new EdgeqError('CORRUPT_BATCH', 'origin region and origin offset disagree with the attributes');
+  }
+  return h;
+}
+
+/**
+ * Fully validates one batch: header, CRC, limits, and (unless `deep: false`) the record framing
+ * and count, decompressing when needed. Throws CORRUPT_BATCH or MESSAGE_TOO_LARGE; never changes
+ * the buffer.
+ */
+export async function validateBatch(buf: Buffer, limits: ValidateLimits): Promise<BatchHeader> {
+  const h = validateBatchHeader(buf, limits);
+  if (limits.deep !== false) await validateBatchRecords(buf, h, limits);
+  return h;
+}
+
+/**
+ * Walks the records of a batch whose header passed `validateBatchHeader`. Uncompressed batches are
+ * checked synchronously (returns undefined, throws on failure); compressed ones return a promise,
+ * since decompression runs off the event loop.
+ */
+export function validateBatchRecords(buf: Buffer, h: BatchHeader, limits: ValidateLimits): Promise<void> | undefined {
+  const section = buf.subarray(h.recordsOffset);
+  if (h.codec === CompressionCodec.none) {
+    walkRecords(section, h.recordCount, h.baseOffset, h.firstTimestamp);
+    return undefined;
+  }
+  return decompress(h.codec, section, limits.decompressedBytesMax ?? limits.messageBytesMax * 16).then((records) =>
+    walkRecords(records, h.recordCount, h.baseOffset, h.firstTimestamp),
+  );
+}
+
+/** Decodes every record of the batch at `pos` (which must be whole). */
+export async function decodeBatch(
+  buf: Buffer,
+  pos = 0,
+  decompressedBytesMax = 256 * 1024 * 1024,
+): Promise<{ header: BatchHeader; records: LogRecord[] }> {
+  const header = readBatchHeader(buf, pos);
+  const section = buf.subarray(pos + header.recordsOffset, pos + header.sizeBytes);
+  const plain = header.codec === CompressionCodec.none ? section : await decompress(header.codec, section, decompressedBytesMax);
+  const records: LogRecord[] = [];
+  const ts = (header.attributes & ATTR_LOG_APPEND_TIME) !== 0 ? header.maxTimestamp : undefined;
+  walkRecords(plain, header.recordCount, header.baseOffset, header.firstTimestamp, (r) => {
+    if (ts !== undefined) r.timestamp = ts;
+    records.push(r);
+  });
+  return { header, records };
+}
+
+/**
+ * Splits a buffer of consecutive batches (a fetch result) into whole batches. A trailing partial
+ * batch is ignored, as a reader that asked for a byte limit may see one.
+ */
+export function splitBatches(buf: Buffer): Buffer[] {
+  const out: Buffer[] = [];
+  let p = 0;
+  while (buf.length - p >= LOG_OVERHEAD) {
+    const size = buf.readInt32BE(p + OFFSET_BATCH_LENGTH) + LOG_OVERHEAD;
+    if (size < LOG_OVERHEAD || p + size > buf.length) break;
+    out.push(buf.subarray(p, p + size));
+    p += size;
+  }
+  return out;
+}
+
+/** Decodes every whole batch in `buf`, dropping records below `fromOffset`. */
+export async function decodeBatches(buf: Buffer, fromOffset = 0): Promise<LogRecord[]> {
+  const out: LogRecord[] = [];
+  for (const b of splitBatches(buf)) {
+    const { records } = await decodeBatch(b);
+    for (const r of records) if (r.offset >= fromOffset) out.push(r);
+  }
+  return out;
+}
+
+/** Recomputes the CRC of `batch` in place after its covered bytes were changed (tests, tools). */
+export function recomputeCrc(batch: Buffer): void {
+  batch.writeUInt32BE(crc32c(batch.subarray(OFFSET_ATTRIBUTES)), OFFSET_CRC);
+}

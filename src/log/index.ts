@@ -1,0 +1,27 @@
+/**
+ * The segment log: record batches, segments with sparse indexes, appends with group commit,
+ * reads of stored bytes, retention and crash recovery.
+ */
+export * from './batch-format.ts';
+export * from './batch.ts';
+export * from './record.ts';
+export * from './compression.ts';
+export { crc32c } from './crc32c.ts';
+export { zigzag, unzigzag, varintSize, writeVarint, readVarint, readInt64, writeInt64 } from './varint.ts';
+export type { Storage, StorageFile } from './storage.ts';
+export { isDiskFull } from './storage.ts';
+export { FsStorage } from './fs-storage.ts';
+export { MemoryStorage, type FaultOp } from './memory-storage.ts';
+export { FilePool, type FileLease, type FilePoolStats } from './file-pool.ts';
+export { LOG_DEFAULTS, FLUSH_POLICIES, resolveLogConfig, type LogConfig, type FlushPolicy } from './log-config.ts';
+export { CHECKPOINT_FILE, readCheckpoint, type RecoveryCheckpoint } from './checkpoint.ts';
+export { Segment, segmentStem, parseSegmentName, scanBatches, type ScannedBatch, type ScanResult } from './segment.ts';
+export {
+  PartitionLog,
+  type AppendOptions,
+  type AppendResult,
+  type LogDeps,
+  type LogObserver,
+  type ReadOptions,
+  type ReadResult,
+} from './partition-log.ts';
