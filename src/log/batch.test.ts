@@ -120,7 +120,7 @@ describe('record batch', () => {
   describe('rejects damaged batches with CORRUPT_BATCH', () => {
     it('wrong CRC', async () => {
       const b = await buildBatch([{ value: 'hello' }]);
-      b[b.length - 2] ^= 0xff;
+      b[b.length - 2] = b[b.length - 2]! ^ 0xff;
       await expectCode(validateBatch(b, LIMITS), 'CORRUPT_BATCH');
     });
     it('length that runs past the buffer', async () => {

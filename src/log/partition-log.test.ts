@@ -197,7 +197,7 @@ describe('PartitionLog', () => {
       await log.append(await batch(['keep']));
       const used = storage.usedBytes();
       const crc = await batch(['a']);
-      crc[crc.length - 1] ^= 1;
+      crc[crc.length - 1] = crc[crc.length - 1]! ^ 1;
       const short = (await batch(['a'])).subarray(0, 60);
       const magic = await batch(['a']);
       magic[16] = 9;
@@ -356,7 +356,7 @@ describe('PartitionLog', () => {
       const path = join(dir, '00000000000000000000.log');
       const bytes = await readFile(path);
       const third = splitBatches(bytes).slice(0, 2).reduce((n, b) => n + b.length, 0);
-      bytes[third + 40] ^= 0x55;
+      bytes[third + 40] = bytes[third + 40]! ^ 0x55;
       await writeFile(path, Buffer.concat([bytes, Buffer.alloc(100, 0)]));
       const again = await PartitionLog.open(dir, {}, { storage: new FsStorage() });
       expect(await readAll(again)).toEqual(['r0', 'r1']);

@@ -101,7 +101,8 @@ async function crashRounds(torn: boolean): Promise<void> {
           await truncate(path, victim.pos + randInt(rand, 1, victim.size - 1));
         } else if (kind === 1) {
           const bytes = await readFile(path);
-          bytes[victim.pos + randInt(rand, 17, victim.size - 1)] ^= 1 << randInt(rand, 0, 7);
+          const at = victim.pos + randInt(rand, 17, victim.size - 1);
+          bytes[at] = bytes[at]! ^ (1 << randInt(rand, 0, 7));
           await writeFile(path, bytes);
         } else {
           const bytes = await readFile(path);
