@@ -19,6 +19,7 @@ export { Segment, segmentStem, parseSegmentName, scanBatches, type ScannedBatch,
 export {
   PartitionLog,
   type AppendOptions,
+  type AppendGuard,
   type AppendResult,
   type LogDeps,
   type LogObserver,

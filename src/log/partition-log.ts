@@ -68,6 +68,23 @@ export interface AppendResult {
   lastOffset: number;
   /** Wall time at which the append was written. */
   appendTimeMs: number;
+  /** True when the guard recognised a retry of a batch already written: nothing new was written. */
+  duplicate?: boolean;
+}
+
+/**
+ * Decides, on the writer and in append order, whether a batch may be written: the hook for the
+ * idempotent producer, whose sequence checks must see every earlier batch of the same partition.
+ * `check` runs for each batch as it is placed (offsets known, nothing written yet) and either
+ * stages it (returns null), answers with an earlier result (a duplicate: not written) or throws a
+ * typed error (that batch alone is refused). After the placed group is written (and synced under
+ * `sync`), `commit` is called; if the write fails, `abort` drops what was staged since the last
+ * commit.
+ */
+export interface AppendGuard {
+  check(header: BatchHeader, placement: { baseOffset: number; leaderAppend: boolean }): AppendResult | null;
+  commit(): void;
+  abort(): void;
 }
 
 /** Stored batch bytes returned by a read. */
@@ -127,6 +144,7 @@ export class PartitionLog {
   private retentionTimer: TimerHandle | null = null;
   private readonly appendListeners = new Set<(logEndOffset: number) => void>();
   private readonly pendingDeletes = new Set<Promise<void>>();
+  private guard: AppendGuard | null = null;
 
   private constructor(
     readonly dir: string,
@@ -139,6 +157,11 @@ export class PartitionLog {
     this.logger = (deps.logger ?? silentLogger).child({ log: dir });
     this.pool = deps.filePool ?? new FilePool(deps.storage, PRIVATE_POOL_FILES);
     this.observer = deps.observer ?? {};
+  }
+
+  /** Installs the append guard (one per log; the partition's producer state). */
+  setAppendGuard(guard: AppendGuard | null): void {
+    this.guard = guard;
   }
 
   /** Opens (creating when absent) the log in `dir`, recovering from a crash when needed. */
@@ -329,9 +352,24 @@ export class PartitionLog {
     const placed: ScannedBatch[] = [];
     const buffers: Buffer[] = [];
     const accepted: PendingAppend[] = [];
+    const duplicates: { p: PendingAppend; result: AppendResult }[] = [];
+    const guard = this.guard;
     let pos = startPos;
     for (const p of group) {
       const h = p.header!;
+      if (guard) {
+        let earlier: AppendResult | null;
+        try {
+          earlier = guard.check(h, { baseOffset: p.options.assignOffsets === false ? h.baseOffset : next, leaderAppend: p.options.assignOffsets !== false });
+        } catch (err) {
+          p.reject(err);
+          continue;
+        }
+        if (earlier) {
+          duplicates.push({ p, result: { ...earlier, duplicate: true } });
+          continue;
+        }
+      }
       if (p.options.assignOffsets === false) {
         if (h.baseOffset !== next) {
           p.reject(
@@ -359,14 +397,21 @@ export class PartitionLog {
       pos += p.batch.length;
       next += h.recordCount;
     }
-    if (accepted.length === 0) return;
+    if (accepted.length === 0) {
+      // Only duplicates (or refusals): their originals were acknowledged, so answer at once.
+      guard?.commit();
+      for (const d of duplicates) d.p.resolve(d.result);
+      return;
+    }
     const total = pos - startPos;
     assert(total <= bytes, 'group grew while being placed');
 
     const lease = await this.pool.acquire(seg.logPath, { create: true }).catch((err: unknown) => err as Error);
     if (lease instanceof Error) {
       const e = this.storageError(lease, 'open the active segment');
+      guard?.abort();
       for (const p of accepted) p.reject(e);
+      for (const d of duplicates) d.p.reject(e);
       return;
     }
     try {
@@ -379,7 +424,9 @@ export class PartitionLog {
         // fails, the next write goes to `startPos` and recovery drops any leftover tail.
         await lease.file.truncate(startPos).catch(() => undefined);
         const e = this.storageError(err, 'write batches');
+        guard?.abort();
         for (const p of accepted) p.reject(e);
+        for (const d of duplicates) d.p.reject(e);
         return;
       }
       const appendTimeMs = this.clock.nowMs();
@@ -391,7 +438,9 @@ export class PartitionLog {
         } catch (err) {
           this.failure = this.storageError(err, 'fdatasync');
           this.logger.error({ err }, 'fdatasync failed; the log refuses appends until reopened');
+          guard?.abort();
           for (const p of accepted) p.reject(this.failure);
+          for (const d of duplicates) d.p.reject(this.failure);
           return;
         }
         this.observer.onFsync?.(this.clock.monotonicMs() - t0);
@@ -399,11 +448,13 @@ export class PartitionLog {
         await this.maybeCheckpoint();
       }
       this.visibleEndOffset = seg.nextOffset;
+      guard?.commit();
       this.observer.onAppend?.(accepted.length, total);
       for (let i = 0; i < accepted.length; i++) {
         const b = placed[i]!;
         accepted[i]!.resolve({ baseOffset: b.baseOffset, lastOffset: b.baseOffset + b.lastOffsetDelta, appendTimeMs });
       }
+      for (const d of duplicates) d.p.resolve(d.result);
       for (const l of this.appendListeners) l(this.visibleEndOffset);
     } finally {
       lease.release();
