@@ -4,6 +4,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { EdgeqError } from '../core/errors.ts';
+import { registerBrokerCommand } from './commands/broker.ts';
 import { registerLogCommands } from './commands/log.ts';
 
 /** Builds the program with every subcommand. */
@@ -14,6 +15,7 @@ export function buildProgram(): Command {
     .showHelpAfterError()
     .exitOverride();
   registerLogCommands(program);
+  registerBrokerCommand(program);
   return program;
 }
 

@@ -1,0 +1,137 @@
+/**
+ * Fetch with long polling: answer at once when `minBytes` are ready, otherwise wait for appends to
+ * any of the requested partitions (not a timer loop) until enough bytes arrived or `maxWaitMs`
+ * passed. Bytes are the stored batches, sent as they are on disk.
+ */
+import { EdgeqError, systemClock, type Clock } from '../core/index.ts';
+import { wireError, type FetchPartitionResult, type FetchRequest, type FetchResponse } from '../protocol/index.ts';
+import type { Partition } from './partition.ts';
+import type { TopicManager } from './topic-manager.ts';
+
+/** Bounds of fetch handling. */
+export interface FetchLimits {
+  /** Longest a fetch may wait for data. */
+  fetchWaitMsMax: number;
+  /** Largest response: the sum over partitions (the first batch is always sent, to make progress). */
+  fetchBytesMax: number;
+  /** Partitions in one fetch. */
+  fetchPartitionsMax: number;
+}
+
+export const FETCH_LIMITS_DEFAULT: FetchLimits = { fetchWaitMsMax: 30_000, fetchBytesMax: 8 * 1024 * 1024, fetchPartitionsMax: 1000 };
+
+interface Slot {
+  topic: string;
+  partitionIndex: number;
+  partition: Partition | null;
+  offset: number;
+  maxBytes: number;
+  epoch: number | null | undefined;
+}
+
+/** Handles one Fetch request; `closed` resolves when the connection goes away (stop waiting). */
+export async function handleFetch(
+  req: FetchRequest,
+  deps: { topics: TopicManager; limits: FetchLimits; clock?: Clock; closed?: Promise<void> },
+): Promise<FetchResponse> {
+  const clock = deps.clock ?? systemClock;
+  const slots: Slot[] = [];
+  for (const t of req.topics) {
+    for (const fp of t.partitions) {
+      let partition: Partition | null = null;
+      try {
+        partition = deps.topics.partition(t.name, fp.partition);
+      } catch {
+        partition = null;
+      }
+      slots.push({ topic: t.name, partitionIndex: fp.partition, partition, offset: fp.fetchOffset, maxBytes: fp.maxBytes, epoch: fp.currentLeaderEpoch });
+    }
+  }
+  if (slots.length > deps.limits.fetchPartitionsMax) {
+    throw new EdgeqError('INVALID_REQUEST', `fetch names ${slots.length} partitions, the limit is ${deps.limits.fetchPartitionsMax}`);
+  }
+  const maxWaitMs = Math.min(Math.max(0, req.maxWaitMs ?? 0), deps.limits.fetchWaitMsMax);
+  const minBytes = Math.max(0, req.minBytes ?? 0);
+  const maxBytes = Math.min(req.maxBytes || deps.limits.fetchBytesMax, deps.limits.fetchBytesMax);
+  const deadline = clock.monotonicMs() + maxWaitMs;
+
+  for (;;) {
+    const results = await readAll(slots, maxBytes);
+    const bytes = results.reduce((n, r) => n + r.records.length, 0);
+    const anyError = results.some((r) => r.error);
+    const remaining = deadline - clock.monotonicMs();
+    if (bytes >= Math.max(1, minBytes) || anyError || remaining <= 0 || minBytes === 0) {
+      return { topics: group(slots, results) };
+    }
+    const woke = await waitForAppend(slots, remaining, clock, deps.closed);
+    if (!woke) return { topics: group(slots, await readAll(slots, maxBytes)) };
+  }
+}
+
+async function readAll(slots: Slot[], maxBytesTotal: number): Promise<FetchPartitionResult[]> {
+  let budget = maxBytesTotal;
+  const out: FetchPartitionResult[] = [];
+  for (const s of slots) {
+    const r: FetchPartitionResult = {
+      partition: s.partitionIndex,
+      highWatermark: -1,
+      logStartOffset: -1,
+      logEndOffset: -1,
+      records: Buffer.alloc(0),
+      leaderEpoch: -1,
+    };
+    try {
+      if (!s.partition) {
+        throw new EdgeqError('UNKNOWN_TOPIC_OR_PARTITION', `${s.topic}-${s.partitionIndex} does not exist`, {
+          details: { topic: s.topic, partition: s.partitionIndex },
+        });
+      }
+      const p = s.partition;
+      r.highWatermark = p.highWatermark;
+      r.logStartOffset = p.logStartOffset;
+      r.logEndOffset = p.logEndOffset;
+      r.leaderEpoch = p.leaderEpoch;
+      if (!Number.isSafeInteger(s.offset) || s.maxBytes < 1) {
+        throw new EdgeqError('INVALID_REQUEST', `bad fetch position offset=${s.offset} maxBytes=${s.maxBytes}`);
+      }
+      // Once the budget is spent, later partitions answer empty (but still with their marks).
+      if (budget > 0 || out.every((o) => o.records.length === 0)) {
+        const read = await p.read(s.offset, Math.max(1, Math.min(s.maxBytes, budget)), s.epoch);
+        r.records = read.bytes;
+        budget -= read.bytes.length;
+      }
+    } catch (err) {
+      r.error = wireError(err);
+    }
+    out.push(r);
+  }
+  return out;
+}
+
+function group(slots: Slot[], results: FetchPartitionResult[]): FetchResponse['topics'] {
+  const byTopic = new Map<string, FetchPartitionResult[]>();
+  slots.forEach((s, i) => {
+    let list = byTopic.get(s.topic);
+    if (!list) byTopic.set(s.topic, (list = []));
+    list.push(results[i]!);
+  });
+  return [...byTopic].map(([name, partitions]) => ({ name, partitions }));
+}
+
+/** Resolves true on an append to any slot's partition, false on timeout or connection close. */
+function waitForAppend(slots: Slot[], ms: number, clock: Clock, closed?: Promise<void>): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    const offs: (() => void)[] = [];
+    let done = false;
+    const finish = (v: boolean) => {
+      if (done) return;
+      done = true;
+      timer.cancel();
+      for (const off of offs) off();
+      resolve(v);
+    };
+    const timer = clock.setTimeout(() => finish(false), ms);
+    for (const s of slots) if (s.partition) offs.push(s.partition.log.onAppend(() => finish(true)));
+    void closed?.then(() => finish(false));
+  });
+}

@@ -1,0 +1,198 @@
+/**
+ * The API handlers of one broker: each turns a decoded request into a response using the topic
+ * manager, the producer-id allocator and the group coordinator. Per-topic and per-partition
+ * failures are answered inside the response; only whole-request failures throw.
+ */
+import { type Clock } from '../core/index.ts';
+import type { GroupCoordinator } from '../group/index.ts';
+import {
+  Acks,
+  EARLIEST_TIMESTAMP,
+  LATEST_TIMESTAMP,
+  supportedVersions,
+  wireError,
+  type BrokerInfo,
+  type ListOffsetsPartitionResult,
+  type TopicMetadata,
+} from '../protocol/index.ts';
+import { EdgeqError } from '../core/index.ts';
+import { handleFetch, type FetchLimits } from './fetch-handler.ts';
+import { handleProduce, type ProduceLimits } from './produce-handler.ts';
+import type { ProducerIds } from './producer-ids.ts';
+import type { Handlers } from './request-router.ts';
+import type { TopicManager, TopicView } from './topic-manager.ts';
+import { isInternalTopic } from './topic-name.ts';
+import { FRAME_BYTES_MAX_DEFAULT } from '../protocol/index.ts';
+
+/** What the handlers work with. */
+export interface HandlerDeps {
+  self: BrokerInfo;
+  clusterId: string;
+  topics: TopicManager;
+  groups: GroupCoordinator;
+  producerIds: ProducerIds;
+  clock: Clock;
+  fetchLimits: FetchLimits;
+  produceLimits: ProduceLimits;
+  frameBytesMax?: number;
+}
+
+/** Builds the handler table. */
+export function createHandlers(d: HandlerDeps): Handlers {
+  const topicMetadata = (view: TopicView): TopicMetadata => ({
+    name: view.record.name,
+    internal: view.record.internal,
+    partitions: view.partitions.map((p) => ({
+      partition: p.index,
+      leaderId: d.self.id,
+      leaderEpoch: p.leaderEpoch,
+      replicas: [d.self.id],
+      isr: [d.self.id],
+    })),
+  });
+
+  return {
+    ApiVersions: async (req, ctx) => {
+      if (req.clientId) ctx.clientId = req.clientId.slice(0, 256);
+      return {
+        apis: supportedVersions(),
+        brokerId: d.self.id,
+        clusterId: d.clusterId,
+        frameBytesMax: d.frameBytesMax ?? FRAME_BYTES_MAX_DEFAULT,
+      };
+    },
+
+    Metadata: async (req) => {
+      const names = req.topics ?? [];
+      let topics: TopicMetadata[];
+      if (names.length === 0 && req.allTopics !== false) {
+        topics = d.topics.list({ includeInternal: req.includeInternal === true }).map(topicMetadata);
+      } else {
+        topics = names.map((name) => {
+          const view = d.topics.get(name);
+          if (!view) {
+            return {
+              name,
+              internal: isInternalTopic(name),
+              partitions: [],
+              error: wireError(new EdgeqError('UNKNOWN_TOPIC_OR_PARTITION', `topic ${name} does not exist`, { details: { topic: name } })),
+            };
+          }
+          return topicMetadata(view);
+        });
+      }
+      return { brokers: [d.self], controllerId: d.self.id, topics, clusterId: d.clusterId };
+    },
+
+    Produce: async (req) => {
+      for (const t of req.topics) {
+        if (isInternalTopic(t.name)) {
+          throw new EdgeqError('INVALID_TOPIC', `topic ${t.name} is internal: only the broker writes it`, { details: { topic: t.name } });
+        }
+      }
+      const res = await handleProduce(req, { topics: d.topics, limits: d.produceLimits, clock: d.clock });
+      // acks=0: the producer asked for no answer (errors are only logged by the router).
+      return req.acks === Acks.NONE ? null : res;
+    },
+
+    Fetch: async (req, ctx) => handleFetch(req, { topics: d.topics, limits: d.fetchLimits, clock: d.clock, closed: ctx.closed }),
+
+    ListOffsets: async (req) => ({
+      topics: await Promise.all(
+        req.topics.map(async (t) => ({
+          name: t.name,
+          partitions: await Promise.all(
+            t.partitions.map(async (lp): Promise<ListOffsetsPartitionResult> => {
+              try {
+                const p = d.topics.partition(t.name, lp.partition);
+                p.checkEpoch(lp.currentLeaderEpoch);
+                let offset: number;
+                if (lp.timestamp === LATEST_TIMESTAMP) offset = p.highWatermark;
+                else if (lp.timestamp === EARLIEST_TIMESTAMP) offset = p.logStartOffset;
+                else if (lp.timestamp >= 0) {
+                  const found = await p.log.offsetForTimestamp(lp.timestamp);
+                  offset = found === null || found >= p.highWatermark ? -1 : found;
+                } else throw new EdgeqError('INVALID_REQUEST', `bad timestamp ${lp.timestamp} (use -1 latest, -2 earliest or ms)`);
+                return { partition: lp.partition, offset, leaderEpoch: p.leaderEpoch };
+              } catch (err) {
+                return { partition: lp.partition, offset: -1, leaderEpoch: -1, error: wireError(err) };
+              }
+            }),
+          ),
+        })),
+      ),
+    }),
+
+    CreateTopics: async (req) => ({
+      topics: await sequential(req.topics, async (t) => {
+        try {
+          const input = { name: t.name, partitions: t.partitions, replicationFactor: t.replicationFactor || 1, config: { ...(t.config ?? {}) } };
+          if (req.validateOnly) d.topics.validateCreate(input);
+          else await d.topics.create(input);
+          return { name: t.name };
+        } catch (err) {
+          return { name: t.name, error: wireError(err) };
+        }
+      }),
+    }),
+
+    DeleteTopics: async (req) => ({
+      topics: await sequential(req.names, async (name) => {
+        try {
+          await d.topics.delete(name);
+          return { name };
+        } catch (err) {
+          return { name, error: wireError(err) };
+        }
+      }),
+    }),
+
+    DescribeConfigs: async (req) => ({
+      topics: req.names.map((name) => {
+        const view = d.topics.get(name);
+        if (!view) {
+          return {
+            name,
+            partitions: 0,
+            replicationFactor: 0,
+            config: {},
+            internal: false,
+            error: wireError(new EdgeqError('UNKNOWN_TOPIC_OR_PARTITION', `topic ${name} does not exist`, { details: { topic: name } })),
+          };
+        }
+        return {
+          name,
+          partitions: view.partitions.length,
+          replicationFactor: view.record.replicationFactor,
+          config: d.topics.describeConfig(view),
+          internal: view.record.internal,
+        };
+      }),
+    }),
+
+    InitProducerId: async (req) => {
+      try {
+        return await d.producerIds.init(req.producerId ?? -1, req.producerEpoch ?? -1);
+      } catch (err) {
+        return { producerId: -1, producerEpoch: -1, error: wireError(err) };
+      }
+    },
+
+    FindCoordinator: async () => ({ coordinator: d.self }),
+    JoinGroup: async (req, ctx) => d.groups.joinGroup(req, { clientId: ctx.clientId, host: ctx.host }),
+    SyncGroup: async (req) => d.groups.syncGroup(req),
+    Heartbeat: async (req) => d.groups.heartbeat(req),
+    LeaveGroup: async (req) => d.groups.leaveGroup(req),
+    OffsetCommit: async (req) => d.groups.commitOffsets(req),
+    OffsetFetch: async (req) => d.groups.fetchOffsets(req),
+    ListGroups: async () => d.groups.listGroups(),
+    DescribeGroups: async (req) => d.groups.describeGroups(req),
+  };
+}
+
+/** Runs `fn` over `items` one after another (topic admin changes are serialised anyway). */
+async function sequential<T, R>(items: readonly T[], fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = [];
+  for (const item of items) out.push(await fn(item));
+  return out;
+}

@@ -1,0 +1,20 @@
+/**
+ * The broker: topics and partitions on the segment log, the binary protocol server, idempotent
+ * producer state, and the consumer-group coordinator wired in.
+ */
+export { Broker, type BrokerOptions } from './broker.ts';
+export { TopicManager, TOPIC_LIMITS_DEFAULT, type TopicLimits, type TopicView, type CreateTopicInput } from './topic-manager.ts';
+export { Partition } from './partition.ts';
+export { ProducerState, PRODUCER_RECENT_BATCHES_MAX } from './producer-state.ts';
+export { ProducerIds } from './producer-ids.ts';
+export { parseTopicConfig, describeTopicConfig, TOPIC_CONFIG_KEYS, type TopicSettings } from './topic-config.ts';
+export {
+  validateTopicName,
+  validateUserTopicName,
+  isInternalTopic,
+  CONSUMER_OFFSETS_TOPIC,
+  INTERNAL_TOPIC_PREFIX,
+  TOPIC_NAME_BYTES_MAX,
+} from './topic-name.ts';
+export { CONNECTION_LIMITS_DEFAULT, type ConnectionLimits } from './server-connection.ts';
+export { FETCH_LIMITS_DEFAULT, type FetchLimits } from './fetch-handler.ts';

@@ -1,0 +1,70 @@
+/**
+ * Produce: appends each partition's batch and answers per partition. Partitions are independent:
+ * one failing (unknown, too large, out of sequence) does not stop the others.
+ */
+import { EdgeqError, systemClock, type Clock } from '../core/index.ts';
+import { Acks, wireError, type ProducePartitionResult, type ProduceRequest, type ProduceResponse } from '../protocol/index.ts';
+import type { TopicManager } from './topic-manager.ts';
+
+/** Bounds of produce handling. */
+export interface ProduceLimits {
+  /** Longest a producer may ask the broker to wait for durability/replication. */
+  produceTimeoutMsMax: number;
+}
+
+/** Handles one Produce request. */
+export async function handleProduce(
+  req: ProduceRequest,
+  deps: { topics: TopicManager; limits: ProduceLimits; clock?: Clock; replicaCount?: number },
+): Promise<ProduceResponse> {
+  const acks = req.acks ?? Acks.UNSPECIFIED;
+  if (acks < Acks.UNSPECIFIED || acks > Acks.ALL) throw new EdgeqError('INVALID_REQUEST', `unknown acks value ${String(acks)}`);
+  const clock = deps.clock ?? systemClock;
+  const timeoutMs = Math.min(req.timeoutMs || deps.limits.produceTimeoutMsMax, deps.limits.produceTimeoutMsMax);
+  const replicas = deps.replicaCount ?? 1;
+  const topics = await Promise.all(
+    req.topics.map(async (t) => ({
+      name: t.name,
+      partitions: await Promise.all(
+        t.partitions.map(async (pp): Promise<ProducePartitionResult> => {
+          const base: ProducePartitionResult = { partition: pp.partition, baseOffset: -1, logAppendTimeMs: -1, logStartOffset: -1, leaderEpoch: -1 };
+          try {
+            const p = deps.topics.partition(t.name, pp.partition);
+            base.leaderEpoch = p.leaderEpoch;
+            if ((acks === Acks.ALL || acks === Acks.UNSPECIFIED) && replicas < p.settings.minInsyncReplicas) {
+              throw new EdgeqError(
+                'NOT_ENOUGH_REPLICAS',
+                `${t.name}-${pp.partition} has ${replicas} in-sync replicas, min.insync.replicas is ${p.settings.minInsyncReplicas}`,
+                { details: { topic: t.name, partition: pp.partition } },
+              );
+            }
+            const r = await withTimeout(p.produce(pp.records, { leaderEpoch: pp.leaderEpoch ?? null }), timeoutMs, clock, t.name, pp.partition);
+            return { ...base, baseOffset: r.baseOffset, logAppendTimeMs: r.appendTimeMs, logStartOffset: p.logStartOffset, duplicate: r.duplicate === true };
+          } catch (err) {
+            return { ...base, error: wireError(err) };
+          }
+        }),
+      ),
+    })),
+  );
+  return { topics };
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number, clock: Clock, topic: string, partition: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = clock.setTimeout(() => {
+      // The append may still complete; an idempotent retry then answers with its offsets.
+      reject(new EdgeqError('REQUEST_TIMED_OUT', `${topic}-${partition}: not durable within ${ms} ms`, { details: { topic, partition } }));
+    }, ms);
+    p.then(
+      (v) => {
+        timer.cancel();
+        resolve(v);
+      },
+      (e: unknown) => {
+        timer.cancel();
+        reject(e);
+      },
+    );
+  });
+}

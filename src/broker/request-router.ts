@@ -1,0 +1,75 @@
+/**
+ * Turns a request frame into a response frame: finds the API, checks the version, decodes the
+ * body, runs the handler and encodes its answer. Failures of the request as a whole (unknown API,
+ * unsupported version, a body that does not decode, a handler throwing) become ERROR frames with
+ * a typed code; they never reach the socket as exceptions.
+ */
+import { toEdgeqError, type Logger } from '../core/index.ts';
+import {
+  apiSpec,
+  decodeBody,
+  encodeErrorResponse,
+  encodeFrame,
+  encodeMessage,
+  FLAG_RESPONSE,
+  type ApiName,
+  type Frame,
+  type RequestOf,
+  type ResponseOf,
+} from '../protocol/index.ts';
+import { EdgeqError } from '../core/index.ts';
+
+/** What a handler knows about the connection it serves. */
+export interface RequestContext {
+  clientId: string;
+  host: string;
+  /** Resolves when the connection closes (long polls stop waiting). */
+  closed: Promise<void>;
+}
+
+/** A handler answers with a response body, or null to send nothing (produce with acks=0). */
+export type Handler<N extends ApiName> = (req: RequestOf<N>, ctx: RequestContext) => Promise<ResponseOf<N> | null>;
+
+/** One handler per API the broker serves. */
+export type Handlers = { [N in ApiName]: Handler<N> };
+
+/** Routes frames to handlers. */
+export class RequestRouter {
+  constructor(
+    private readonly handlers: Handlers,
+    private readonly logger: Logger,
+  ) {}
+
+  /** The response frame for `frame`, or null when none is due. */
+  async route(frame: Frame, ctx: RequestContext): Promise<Buffer | null> {
+    const spec = apiSpec(frame.apiKey);
+    try {
+      if (!spec) throw new EdgeqError('UNSUPPORTED_API', `unknown API key ${frame.apiKey}`, { details: { apiKey: frame.apiKey } });
+      if (frame.apiVersion < spec.minVersion || frame.apiVersion > spec.maxVersion) {
+        throw new EdgeqError(
+          'UNSUPPORTED_VERSION',
+          `${spec.name} version ${frame.apiVersion} is not supported (this broker speaks ${spec.minVersion}..${spec.maxVersion})`,
+          { details: { api: spec.name, version: frame.apiVersion } },
+        );
+      }
+      const req = decodeBody<object>(spec.requestType, frame.body);
+      const handler = this.handlers[spec.name] as unknown as (r: object, c: RequestContext) => Promise<object | null>;
+      const res = await handler(req, ctx);
+      if (res === null) return null;
+      return encodeFrame(
+        { flags: FLAG_RESPONSE, apiKey: frame.apiKey, apiVersion: frame.apiVersion, correlationId: frame.correlationId },
+        encodeMessage(spec.responseType, res),
+      );
+    } catch (err) {
+      const e = toEdgeqError(err);
+      const level = e.code === 'UNKNOWN' ? 'error' : 'warn';
+      this.logger[level]({ err: e, api: spec?.name ?? frame.apiKey, client: ctx.clientId, host: ctx.host }, 'request failed');
+      return encodeErrorResponse(frame, e);
+    }
+  }
+}
+
+/** The API name of a frame, for logs. */
+export function apiNameOf(frame: Frame): ApiName | number {
+  return apiSpec(frame.apiKey)?.name ?? frame.apiKey;
+}

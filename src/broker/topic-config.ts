@@ -1,0 +1,98 @@
+/**
+ * Per-topic configuration: the string map users send (Kafka-style dotted keys) turned into log
+ * settings and topic policy, validated key by key so an error names the bad key.
+ */
+import { EdgeqError } from '../core/index.ts';
+import { COMPRESSION_NAMES, FLUSH_POLICIES, resolveLogConfig, type CompressionName, type FlushPolicy, type LogConfig } from '../log/index.ts';
+
+/** The parsed, effective settings of a topic. */
+export interface TopicSettings {
+  log: LogConfig;
+  /** Codecs producers may use for this topic's batches. */
+  compressionAllowed: CompressionName[];
+  /** acks=all needs at least this many in-sync replicas. */
+  minInsyncReplicas: number;
+}
+
+type Parser = (value: string, key: string) => unknown;
+
+const intParser =
+  (min: number, max = Number.MAX_SAFE_INTEGER): Parser =>
+  (value, key) => {
+    if (!/^-?\d+$/.test(value)) throw bad(key, value, 'an integer');
+    const n = Number(value);
+    if (!Number.isSafeInteger(n) || n < min || n > max) throw bad(key, value, `an integer in [${min}, ${max}]`);
+    return n;
+  };
+
+/** Dotted key → [LogConfig field or policy field, parser]. */
+const KEYS: Record<string, [keyof LogConfig | 'compressionAllowed' | 'minInsyncReplicas', Parser]> = {
+  'retention.ms': ['retentionMs', intParser(-1)],
+  'retention.bytes': ['retentionBytes', intParser(-1)],
+  'segment.bytes': ['segmentBytesMax', intParser(1024, 2 ** 32 - 1)],
+  'segment.ms': ['segmentMsMax', intParser(1)],
+  'max.message.bytes': ['messageBytesMax', intParser(128, 64 * 1024 * 1024)],
+  'flush.interval.ms': ['flushIntervalMs', intParser(1)],
+  'flush.policy': [
+    'flushPolicy',
+    (value, key) => {
+      if (!(FLUSH_POLICIES as readonly string[]).includes(value)) throw bad(key, value, `one of ${FLUSH_POLICIES.join(', ')}`);
+      return value as FlushPolicy;
+    },
+  ],
+  'compression.allowed': [
+    'compressionAllowed',
+    (value, key) => {
+      const names = value.split(',').map((s) => s.trim());
+      for (const n of names) {
+        if (!(COMPRESSION_NAMES as string[]).includes(n)) throw bad(key, value, `a comma list of ${COMPRESSION_NAMES.join(', ')}`);
+      }
+      return [...new Set(names)] as CompressionName[];
+    },
+  ],
+  'min.insync.replicas': ['minInsyncReplicas', intParser(1, 32)],
+};
+
+export const TOPIC_CONFIG_KEYS = Object.keys(KEYS);
+
+function bad(key: string, value: string, want: string): EdgeqError {
+  return new EdgeqError('INVALID_ARGUMENT', `topic config ${key}=${JSON.stringify(value)} must be ${want}`, {
+    details: { key, value },
+  });
+}
+
+/** Parses a topic's overrides on top of the broker's log defaults; throws naming the bad key. */
+export function parseTopicConfig(overrides: Readonly<Record<string, string>>, defaults: Partial<LogConfig>): TopicSettings {
+  const log: Partial<LogConfig> = { ...defaults };
+  const settings: Omit<TopicSettings, 'log'> = { compressionAllowed: [...COMPRESSION_NAMES], minInsyncReplicas: 1 };
+  for (const [key, value] of Object.entries(overrides)) {
+    const spec = KEYS[key];
+    if (!spec) {
+      throw new EdgeqError('INVALID_ARGUMENT', `unknown topic config key "${key}" (known: ${TOPIC_CONFIG_KEYS.join(', ')})`, {
+        details: { key },
+      });
+    }
+    if (typeof value !== 'string') throw bad(key, String(value), 'a string');
+    const [field, parse] = spec;
+    const parsed = parse(value, key);
+    if (field === 'compressionAllowed') settings.compressionAllowed = parsed as CompressionName[];
+    else if (field === 'minInsyncReplicas') settings.minInsyncReplicas = parsed as number;
+    else (log as Record<string, unknown>)[field] = parsed;
+  }
+  return { ...settings, log: resolveLogConfig(log) };
+}
+
+/** The effective configuration as a string map (DescribeConfigs). */
+export function describeTopicConfig(s: TopicSettings): Record<string, string> {
+  return {
+    'retention.ms': String(s.log.retentionMs),
+    'retention.bytes': String(s.log.retentionBytes),
+    'segment.bytes': String(s.log.segmentBytesMax),
+    'segment.ms': String(s.log.segmentMsMax),
+    'max.message.bytes': String(s.log.messageBytesMax),
+    'flush.interval.ms': String(s.log.flushIntervalMs),
+    'flush.policy': s.log.flushPolicy,
+    'compression.allowed': s.compressionAllowed.join(','),
+    'min.insync.replicas': String(s.minInsyncReplicas),
+  };
+}

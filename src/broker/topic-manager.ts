@@ -1,0 +1,243 @@
+/**
+ * The topics of one broker: creates, deletes and describes them, opens their partitions' logs at
+ * start and closes them at stop. Mutations run one at a time (a create and a delete of the same
+ * name cannot interleave).
+ */
+import { EdgeqError, silentLogger, systemClock, type Clock, type Logger } from '../core/index.ts';
+import { PartitionLog, type FilePool, type LogConfig, type LogObserver, type Storage } from '../log/index.ts';
+import { Partition } from './partition.ts';
+import { ProducerState } from './producer-state.ts';
+import type { ProducerIds } from './producer-ids.ts';
+import { describeTopicConfig, parseTopicConfig, type TopicSettings } from './topic-config.ts';
+import { TopicStore, type TopicRecord } from './topic-store.ts';
+import { isInternalTopic, validateTopicName, validateUserTopicName } from './topic-name.ts';
+
+/** Bounds on topics. */
+export interface TopicLimits {
+  topicsMax: number;
+  partitionsPerTopicMax: number;
+  /** Partitions across all topics: each holds open indexes and a producer state. */
+  partitionsMax: number;
+}
+
+export const TOPIC_LIMITS_DEFAULT: TopicLimits = { topicsMax: 1000, partitionsPerTopicMax: 1024, partitionsMax: 10_000 };
+
+/** A topic as described to clients. */
+export interface TopicView {
+  record: TopicRecord;
+  settings: TopicSettings;
+  partitions: Partition[];
+}
+
+/** What the manager needs. */
+export interface TopicManagerDeps {
+  storage: Storage;
+  dataDir: string;
+  filePool: FilePool;
+  producerIds: ProducerIds;
+  logDefaults: Partial<LogConfig>;
+  brokerCount: number;
+  /** How often each log checks its retention limits. */
+  retentionCheckIntervalMs: number;
+  limits?: Partial<TopicLimits>;
+  clock?: Clock;
+  logger?: Logger;
+  observer?: LogObserver;
+}
+
+/** A request to create a topic. */
+export interface CreateTopicInput {
+  name: string;
+  partitions: number;
+  replicationFactor?: number;
+  config?: Record<string, string>;
+}
+
+export class TopicManager {
+  private readonly topics = new Map<string, TopicView>();
+  private readonly limits: TopicLimits;
+  private readonly clock: Clock;
+  private readonly logger: Logger;
+  private chain: Promise<unknown> = Promise.resolve();
+  private closed = false;
+
+  private constructor(
+    private readonly deps: TopicManagerDeps,
+    private readonly store: TopicStore,
+  ) {
+    this.limits = { ...TOPIC_LIMITS_DEFAULT, ...deps.limits };
+    this.clock = deps.clock ?? systemClock;
+    this.logger = (deps.logger ?? silentLogger).child({ component: 'topics' });
+  }
+
+  /** Loads topics.json, removes orphaned folders and opens every partition (recovering logs). */
+  static async open(deps: TopicManagerDeps): Promise<TopicManager> {
+    const store = await TopicStore.open(deps.storage, deps.dataDir);
+    const m = new TopicManager(deps, store);
+    for (const dir of await store.orphanDirs()) {
+      m.logger.warn({ dir }, 'removing the folder of a topic that no longer exists');
+      await deps.storage.rmdir(dir);
+    }
+    // A broker that restarts is a new leader term for every partition it leads: bump the epochs
+    // so requests aimed at the previous term are recognised.
+    await store.setLeaderEpochs((t) => t.leaderEpoch + 1);
+    for (const rec of store.list()) {
+      const settings = parseTopicConfig(rec.config, deps.logDefaults);
+      const partitions: Partition[] = [];
+      for (let p = 0; p < rec.partitions; p++) partitions.push(await m.openPartition(rec, p, settings));
+      m.topics.set(rec.name, { record: rec, settings, partitions });
+    }
+    return m;
+  }
+
+  /** Every topic; internal ones only when asked. */
+  list(options: { includeInternal?: boolean } = {}): TopicView[] {
+    return [...this.topics.values()].filter((t) => options.includeInternal || !t.record.internal);
+  }
+
+  get(name: string): TopicView | undefined {
+    return this.topics.get(name);
+  }
+
+  /** The partition, or UNKNOWN_TOPIC_OR_PARTITION. */
+  partition(topic: string, index: number): Partition {
+    const t = this.topics.get(topic);
+    const p = t?.partitions[index];
+    if (!p) {
+      throw new EdgeqError('UNKNOWN_TOPIC_OR_PARTITION', t ? `topic ${topic} has no partition ${index}` : `topic ${topic} does not exist`, {
+        details: { topic, partition: index },
+      });
+    }
+    return p;
+  }
+
+  /** Partition count of every topic (for assignors and offset validation). */
+  partitionCounts(): Map<string, number> {
+    return new Map([...this.topics.values()].map((t) => [t.record.name, t.partitions.length]));
+  }
+
+  /** Validates a create request without doing it; returns the parsed settings. */
+  validateCreate(input: CreateTopicInput, options: { internal?: boolean } = {}): TopicSettings {
+    const name = options.internal ? validateTopicName(input.name) : validateUserTopicName(input.name);
+    if (this.topics.has(name)) throw new EdgeqError('TOPIC_ALREADY_EXISTS', `topic ${name} already exists`, { details: { topic: name } });
+    const n = input.partitions;
+    if (!Number.isInteger(n) || n < 1 || n > this.limits.partitionsPerTopicMax) {
+      throw new EdgeqError('INVALID_ARGUMENT', `partitions must be an integer in [1, ${this.limits.partitionsPerTopicMax}], got ${n}`, {
+        details: { key: 'partitions', value: n },
+      });
+    }
+    const rf = input.replicationFactor ?? 1;
+    if (!Number.isInteger(rf) || rf < 1 || rf > this.deps.brokerCount) {
+      throw new EdgeqError('INVALID_ARGUMENT', `replication factor must be in [1, ${this.deps.brokerCount}] (brokers available), got ${rf}`, {
+        details: { key: 'replicationFactor', value: rf },
+      });
+    }
+    if (this.topics.size >= this.limits.topicsMax) {
+      throw new EdgeqError('INVALID_ARGUMENT', `the broker already holds ${this.topics.size} topics, the limit (topicsMax)`);
+    }
+    const total = [...this.topics.values()].reduce((s, t) => s + t.partitions.length, 0);
+    if (total + n > this.limits.partitionsMax) {
+      throw new EdgeqError('INVALID_ARGUMENT', `${n} more partitions would exceed partitionsMax=${this.limits.partitionsMax} (now ${total})`);
+    }
+    const settings = parseTopicConfig(input.config ?? {}, this.deps.logDefaults);
+    if (settings.minInsyncReplicas > rf) {
+      throw new EdgeqError('INVALID_ARGUMENT', `min.insync.replicas=${settings.minInsyncReplicas} exceeds the replication factor ${rf}`, {
+        details: { key: 'min.insync.replicas' },
+      });
+    }
+    return settings;
+  }
+
+  /** Creates a topic: durable in topics.json, logs created, then visible. */
+  create(input: CreateTopicInput, options: { internal?: boolean } = {}): Promise<TopicView> {
+    return this.serial(async () => {
+      const settings = this.validateCreate(input, options);
+      const rec = await this.store.add(
+        {
+          name: input.name,
+          partitions: input.partitions,
+          replicationFactor: input.replicationFactor ?? 1,
+          config: { ...(input.config ?? {}) },
+          internal: options.internal === true || isInternalTopic(input.name),
+        },
+        this.clock.nowMs(),
+      );
+      const partitions: Partition[] = [];
+      try {
+        for (let p = 0; p < rec.partitions; p++) partitions.push(await this.openPartition(rec, p, settings));
+      } catch (err) {
+        // Undo: the entry goes first so a crash here leaves only orphan folders, removed at start.
+        await Promise.all(partitions.map((p) => p.log.close().catch(() => undefined)));
+        await this.store.remove(rec.name).catch(() => undefined);
+        await this.deps.storage.rmdir(this.store.topicDir(rec)).catch(() => undefined);
+        throw err;
+      }
+      const view = { record: rec, settings, partitions };
+      this.topics.set(rec.name, view);
+      this.logger.info({ topic: rec.name, partitions: rec.partitions, config: rec.config }, 'topic created');
+      return view;
+    });
+  }
+
+  /** Deletes a user topic: gone from topics.json first, then its logs closed and removed. */
+  delete(name: string): Promise<void> {
+    return this.serial(async () => {
+      validateUserTopicName(name);
+      const view = this.topics.get(name);
+      if (!view) throw new EdgeqError('UNKNOWN_TOPIC_OR_PARTITION', `topic ${name} does not exist`, { details: { topic: name } });
+      await this.store.remove(name);
+      this.topics.delete(name);
+      await Promise.all(view.partitions.map((p) => p.log.abort().catch(() => undefined)));
+      await this.deps.storage.rmdir(this.store.topicDir(view.record));
+      this.logger.info({ topic: name }, 'topic deleted');
+    });
+  }
+
+  /** The effective configuration of a topic as a string map. */
+  describeConfig(view: TopicView): Record<string, string> {
+    return describeTopicConfig(view.settings);
+  }
+
+  /** Writes every partition's producer snapshot. */
+  async snapshotProducers(): Promise<void> {
+    for (const t of this.topics.values()) {
+      for (const p of t.partitions) {
+        await p.snapshotProducers(this.deps.storage).catch((err: unknown) => this.logger.warn({ err, topic: t.record.name }, 'producer snapshot failed'));
+      }
+    }
+  }
+
+  /** Flushes and closes every log (after a final producer snapshot). */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.chain.catch(() => undefined);
+    const all = [...this.topics.values()].flatMap((t) => t.partitions);
+    await Promise.all(all.map((p) => p.log.close().catch((err: unknown) => this.logger.error({ err }, 'log close failed'))));
+    await Promise.all(all.map((p) => p.snapshotProducers(this.deps.storage).catch(() => undefined)));
+    this.topics.clear();
+  }
+
+  private async openPartition(rec: TopicRecord, index: number, settings: TopicSettings): Promise<Partition> {
+    const dir = this.store.partitionDir(rec, index);
+    const log = await PartitionLog.open(dir, settings.log, {
+      storage: this.deps.storage,
+      clock: this.clock,
+      logger: this.logger,
+      filePool: this.deps.filePool,
+      ...(this.deps.observer ? { observer: this.deps.observer } : {}),
+    });
+    log.scheduleRetention(this.deps.retentionCheckIntervalMs);
+    const producers = new ProducerState({ clock: this.clock, currentEpoch: (id) => this.deps.producerIds.currentEpoch(id) });
+    const scanned = await producers.rebuild(log, this.deps.storage);
+    if (scanned > 0) this.logger.debug({ topic: rec.name, partition: index, scanned }, 'producer state rebuilt from the log');
+    return new Partition(rec.name, index, log, producers, rec.leaderEpoch, settings);
+  }
+
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.closed) return Promise.reject(new EdgeqError('BROKER_NOT_AVAILABLE', 'the broker is shutting down'));
+    const run = this.chain.then(fn);
+    this.chain = run.catch(() => undefined);
+    return run;
+  }
+}
