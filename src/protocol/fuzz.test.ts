@@ -95,7 +95,7 @@ describe('fuzz', () => {
     let refused = 0;
     for (let round = 0; round < 20_000; round++) {
       const type = types[randInt(rand, 0, types.length - 1)]!;
-      const body = round % 2 === 0 ? mutate(rand, samples[randInt(rand, 0, samples.length - 1)]!) : Buffer.from(Array.from({ length: randInt(rand, 0, 64) }, () => randInt(rand, 0, 255)));
+      const body = round % 2 === 0 ? mutate(rand, Buffer.from(samples[randInt(rand, 0, samples.length - 1)]!)) : Buffer.from(Array.from({ length: randInt(rand, 0, 64) }, () => randInt(rand, 0, 255)));
       try {
         decodeBody(type, body);
         ok++;

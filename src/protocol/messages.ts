@@ -72,7 +72,8 @@ export type AcksValue = (typeof Acks)[keyof typeof Acks];
 export interface ProducePartition {
   partition: number;
   records: Uint8Array;
-  leaderEpoch?: number;
+  /** Absent (null once decoded) or -1: no epoch check. */
+  leaderEpoch?: number | null;
 }
 export interface ProduceTopic {
   name: string;
@@ -105,7 +106,7 @@ export interface FetchPartition {
   partition: number;
   fetchOffset: number;
   maxBytes: number;
-  currentLeaderEpoch?: number;
+  currentLeaderEpoch?: number | null;
 }
 export interface FetchTopic {
   name: string;
@@ -143,7 +144,7 @@ export const EARLIEST_TIMESTAMP = -2;
 export interface ListOffsetsPartition {
   partition: number;
   timestamp: number;
-  currentLeaderEpoch?: number;
+  currentLeaderEpoch?: number | null;
 }
 export interface ListOffsetsTopic {
   name: string;
