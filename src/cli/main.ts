@@ -6,6 +6,9 @@ import { Command, CommanderError } from 'commander';
 import { EdgeqError } from '../core/errors.ts';
 import { registerBrokerCommand } from './commands/broker.ts';
 import { registerLogCommands } from './commands/log.ts';
+import { registerTopicsCommands } from './commands/topics.ts';
+import { registerProduceCommand } from './commands/produce.ts';
+import { registerConsumeCommand } from './commands/consume.ts';
 
 /** Builds the program with every subcommand. */
 export function buildProgram(): Command {
@@ -15,6 +18,9 @@ export function buildProgram(): Command {
     .showHelpAfterError()
     .exitOverride();
   registerLogCommands(program);
+  registerTopicsCommands(program);
+  registerProduceCommand(program);
+  registerConsumeCommand(program);
   registerBrokerCommand(program);
   return program;
 }

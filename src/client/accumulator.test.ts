@@ -1,0 +1,64 @@
+// Proves batches form by size (batchBytesMax) and become ready by size, by lingerMs on a fake clock, or by flush.
+import { describe, expect, it } from 'vitest';
+import { FakeClock } from '../core/index.ts';
+import { estimateRecordBytes, RecordAccumulator } from './accumulator.ts';
+
+const rec = (n: number) => ({ value: 'x'.repeat(n) });
+
+describe('RecordAccumulator', () => {
+  it('is not ready before lingerMs and ready at it', () => {
+    const clock = new FakeClock();
+    const acc = new RecordAccumulator({ lingerMs: 20, batchBytesMax: 1000, clock });
+    acc.append('t', 0, rec(10), 31);
+    clock.advance(19);
+    let r = acc.ready(false);
+    expect(r.ready).toEqual([]);
+    expect(r.nextReadyMs).toBe(1);
+    clock.advance(1);
+    r = acc.ready(false);
+    expect(r.ready).toEqual([{ topic: 't', partition: 0 }]);
+  });
+
+  it('starts a new batch when the next record would pass batchBytesMax, and the full one is ready at once', () => {
+    const clock = new FakeClock();
+    const acc = new RecordAccumulator({ lingerMs: 10_000, batchBytesMax: 100, clock });
+    acc.append('t', 0, rec(10), 40);
+    acc.append('t', 0, rec(10), 40);
+    expect(acc.size).toBe(1);
+    expect(acc.ready(false).ready).toEqual([]);
+    acc.append('t', 0, rec(10), 40); // 120 > 100: new batch
+    expect(acc.size).toBe(2);
+    expect(acc.ready(false).ready).toEqual([{ topic: 't', partition: 0 }]);
+    const head = acc.drain('t', 0)!;
+    expect(head.count).toBe(2);
+    expect(acc.ready(false).ready).toEqual([]); // the second one lingers
+  });
+
+  it('gives an oversized record a batch of its own, ready at once', () => {
+    const acc = new RecordAccumulator({ lingerMs: 10_000, batchBytesMax: 100, clock: new FakeClock() });
+    acc.append('t', 1, rec(500), 521);
+    expect(acc.ready(false).ready).toEqual([{ topic: 't', partition: 1 }]);
+  });
+
+  it('makes every head ready when flushing', () => {
+    const acc = new RecordAccumulator({ lingerMs: 10_000, batchBytesMax: 1000, clock: new FakeClock() });
+    acc.append('a', 0, rec(1), 22);
+    acc.append('b', 3, rec(1), 22);
+    expect(acc.ready(false).ready).toEqual([]);
+    expect(acc.ready(true).ready).toHaveLength(2);
+  });
+
+  it('resolves records with consecutive offsets, or rejects them all', async () => {
+    const acc = new RecordAccumulator({ lingerMs: 0, batchBytesMax: 1000, clock: new FakeClock() });
+    const a = acc.append('t', 0, rec(1), 22).result;
+    const b = acc.append('t', 0, rec(1), 22).result;
+    acc.drain('t', 0)!.complete(40);
+    expect(await a).toEqual({ topic: 't', partition: 0, offset: 40 });
+    expect(await b).toEqual({ topic: 't', partition: 0, offset: 41 });
+  });
+
+  it('estimates record bytes from payload and headers', () => {
+    expect(estimateRecordBytes({ value: 'abc' })).toBe(24);
+    expect(estimateRecordBytes({ key: 'k', value: null, headers: { h: 'v' } })).toBe(21 + 1 + 12);
+  });
+});

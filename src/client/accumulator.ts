@@ -1,0 +1,202 @@
+/**
+ * The producer's record accumulator: per partition, a queue of batches being filled. A record
+ * joins the partition's last batch unless that would pass `batchBytesMax`, in which case a new
+ * batch starts. A partition's head batch is ready to send when it is full (another batch queues
+ * behind it or it reached `batchBytesMax`), when it has waited `lingerMs`, or when the producer
+ * flushes. Lingering trades a few ms of latency for fewer, larger requests.
+ */
+import { EdgeqError, type Clock } from '../core/index.ts';
+import type { RecordInput } from '../log/index.ts';
+
+/** Where a produced record landed. offset is -1 when unknown (acks 0, or a duplicate the broker no longer remembers). */
+export interface RecordMetadata {
+  topic: string;
+  partition: number;
+  offset: number;
+}
+
+interface RecordCallback {
+  resolve: (m: RecordMetadata) => void;
+  reject: (err: EdgeqError) => void;
+}
+
+/** A batch of records for one partition, from its first append to its final answer. */
+export class ProducerBatch {
+  readonly records: RecordInput[] = [];
+  private readonly callbacks: RecordCallback[] = [];
+  /** Estimated bytes of the records, as charged to the buffer budget. */
+  sizeBytes = 0;
+  /** Send attempts so far. */
+  attempts = 0;
+  /** Monotonic time of the first send; -1 before it. */
+  firstSendMs = -1;
+  /** Monotonic time before which a retry must not go out. */
+  retryAtMs = 0;
+  /** Idempotence: assigned when first drained, kept on retries so the broker can deduplicate. */
+  baseSequence = -1;
+  producerId = -1;
+  producerEpoch = -1;
+  /** The encoded batch, kept so a retry sends the very same bytes; null until built or after a resequence. */
+  bytes: Buffer | null = null;
+  /** Order of creation across the producer; sorts non-idempotent retries. */
+  readonly seq: number;
+  private settled = false;
+  private readonly donePromise: Promise<void>;
+  private markDone!: () => void;
+
+  constructor(
+    readonly topic: string,
+    readonly partition: number,
+    readonly createdMs: number,
+    seq: number,
+  ) {
+    this.seq = seq;
+    this.donePromise = new Promise((resolve) => (this.markDone = resolve));
+  }
+
+  /** Adds a record; the returned promise settles with the batch. */
+  add(record: RecordInput, sizeBytes: number): Promise<RecordMetadata> {
+    this.records.push(record);
+    this.sizeBytes += sizeBytes;
+    return new Promise((resolve, reject) => this.callbacks.push({ resolve, reject }));
+  }
+
+  /** Number of records. */
+  get count(): number {
+    return this.records.length;
+  }
+
+  /** True once resolved or failed. */
+  get isDone(): boolean {
+    return this.settled;
+  }
+
+  /** Resolves when the batch was answered or failed. */
+  get done(): Promise<void> {
+    return this.donePromise;
+  }
+
+  /** Answers every record: offsets follow `baseOffset` (or are all -1 when it is -1). */
+  complete(baseOffset: number): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.callbacks.forEach((cb, i) => cb.resolve({ topic: this.topic, partition: this.partition, offset: baseOffset < 0 ? -1 : baseOffset + i }));
+    this.markDone();
+  }
+
+  /** Fails every record. */
+  fail(err: EdgeqError): void {
+    if (this.settled) return;
+    this.settled = true;
+    for (const cb of this.callbacks) cb.reject(err);
+    this.markDone();
+  }
+}
+
+/** Options of an accumulator. */
+export interface AccumulatorOptions {
+  lingerMs: number;
+  batchBytesMax: number;
+  clock: Clock;
+}
+
+interface PartitionQueue {
+  topic: string;
+  partition: number;
+  batches: ProducerBatch[];
+}
+
+/** Per-partition queues of batches being filled. */
+export class RecordAccumulator {
+  private readonly lingerMs: number;
+  private readonly batchBytesMax: number;
+  private readonly clock: Clock;
+  private readonly queues = new Map<string, PartitionQueue>();
+  private nextSeq = 0;
+  private batchCount = 0;
+
+  constructor(options: AccumulatorOptions) {
+    this.lingerMs = options.lingerMs;
+    this.batchBytesMax = options.batchBytesMax;
+    this.clock = options.clock;
+  }
+
+  /** Batches not yet drained. */
+  get size(): number {
+    return this.batchCount;
+  }
+
+  /** Appends a record to its partition's open batch (or a new one); returns the batch and the record's promise. */
+  append(topic: string, partition: number, record: RecordInput, sizeBytes: number): { batch: ProducerBatch; result: Promise<RecordMetadata> } {
+    const key = `${topic}\u0000${partition}`;
+    let q = this.queues.get(key);
+    if (!q) {
+      q = { topic, partition, batches: [] };
+      this.queues.set(key, q);
+    }
+    let batch = q.batches[q.batches.length - 1];
+    // One oversized record still gets a batch of its own: batchBytesMax is a target, not a limit.
+    if (!batch || (batch.count > 0 && batch.sizeBytes + sizeBytes > this.batchBytesMax)) {
+      batch = new ProducerBatch(topic, partition, this.clock.monotonicMs(), this.nextSeq++);
+      q.batches.push(batch);
+      this.batchCount++;
+    }
+    return { batch, result: batch.add(record, sizeBytes) };
+  }
+
+  /**
+   * The partitions whose head batch may be sent now (`flushing` makes every head ready), and the
+   * ms until the next lingering head becomes ready (Infinity when none).
+   */
+  ready(flushing: boolean): { ready: { topic: string; partition: number }[]; nextReadyMs: number } {
+    const now = this.clock.monotonicMs();
+    const ready: { topic: string; partition: number }[] = [];
+    let nextReadyMs = Infinity;
+    for (const q of this.queues.values()) {
+      const head = q.batches[0];
+      if (!head) continue;
+      const waited = now - head.createdMs;
+      if (flushing || q.batches.length > 1 || head.sizeBytes >= this.batchBytesMax || waited >= this.lingerMs) {
+        ready.push({ topic: q.topic, partition: q.partition });
+      } else {
+        nextReadyMs = Math.min(nextReadyMs, this.lingerMs - waited);
+      }
+    }
+    return { ready, nextReadyMs };
+  }
+
+  /** Removes and returns the head batch of a partition. */
+  drain(topic: string, partition: number): ProducerBatch | undefined {
+    const key = `${topic}\u0000${partition}`;
+    const q = this.queues.get(key);
+    const head = q?.batches.shift();
+    if (q && q.batches.length === 0) this.queues.delete(key);
+    if (head) this.batchCount--;
+    return head;
+  }
+
+  /** Every batch not yet drained. */
+  all(): ProducerBatch[] {
+    return [...this.queues.values()].flatMap((q) => q.batches);
+  }
+
+  /** Removes every batch (the producer failed them). */
+  clear(): ProducerBatch[] {
+    const out = this.all();
+    this.queues.clear();
+    this.batchCount = 0;
+    return out;
+  }
+}
+
+/** Estimated bytes a record takes in a batch: its payload plus the varint framing (≤ 5 bytes per field). */
+export function estimateRecordBytes(record: RecordInput): number {
+  const size = (v: Buffer | string | null | undefined): number =>
+    v === null || v === undefined ? 0 : typeof v === 'string' ? Buffer.byteLength(v, 'utf8') : v.length;
+  let headers = 0;
+  if (record.headers) {
+    const pairs = Array.isArray(record.headers) ? record.headers.map((h) => [h.key, h.value] as const) : Object.entries(record.headers);
+    for (const [k, v] of pairs) headers += Buffer.byteLength(k, 'utf8') + size(v) + 10;
+  }
+  return 21 + size(record.key) + size(record.value) + headers;
+}

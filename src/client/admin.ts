@@ -1,0 +1,246 @@
+/**
+ * Cluster administration: topics (create, delete, list, describe with configs), consumer groups
+ * (list, describe, committed offsets) and partition offsets. Per-item failures throw the first
+ * error, with the topic or group in its details.
+ */
+import { EdgeqError, type ErrorCode } from '../core/index.ts';
+import { decodeAssignment, decodeSubscription } from '../group/index.ts';
+import { errorOf, type GroupListing } from '../protocol/index.ts';
+import { Cluster, type ClusterOptions } from './cluster.ts';
+import type { TopicPartition, TopicPartitionOffset } from './group-member.ts';
+import { listOffsets, type OffsetSpec } from './list-offsets.ts';
+import { retry, type RetryOptions } from './retry.ts';
+
+/** A topic to create. */
+export interface NewTopic {
+  name: string;
+  partitions: number;
+  replicationFactor?: number;
+  /** Per-topic overrides, e.g. `{ 'retention.ms': '60000' }`. */
+  config?: Record<string, string>;
+}
+
+/** A topic as `describeTopics` reports it. */
+export interface TopicDescription {
+  name: string;
+  internal: boolean;
+  replicationFactor: number;
+  partitions: { partition: number; leaderId: number; leaderEpoch: number; replicas: number[]; isr: number[] }[];
+  /** Effective configuration, defaults included. */
+  config: Record<string, string>;
+}
+
+/** A group member as `describeGroups` reports it. */
+export interface GroupMemberDescription {
+  memberId: string;
+  clientId: string;
+  host: string;
+  /** Decoded consumer subscription (empty for non-consumer groups). */
+  topics: string[];
+  assignment: TopicPartition[];
+}
+
+/** A group as `describeGroups` reports it. */
+export interface GroupDescription {
+  groupId: string;
+  state: string;
+  protocolType: string;
+  protocolName: string;
+  generationId: number;
+  leaderId: string;
+  members: GroupMemberDescription[];
+}
+
+/** Options of an admin client. */
+export interface AdminOptions {
+  retry?: RetryOptions;
+  /** Bound on one admin request. */
+  requestTimeoutMs?: number;
+}
+
+function firstError(items: readonly { name: string; error?: { code: number; message: string; retriable: boolean } | null }[], ignore: ErrorCode[] = []): void {
+  for (const item of items) {
+    const err = errorOf(item.error, { topic: item.name });
+    if (err && !ignore.includes(err.code)) throw err;
+  }
+}
+
+/** The admin client; make one with `createAdmin` or `client.admin()`. */
+export class Admin {
+  private readonly retryOptions: RetryOptions;
+
+  constructor(
+    private readonly cluster: Cluster,
+    options: AdminOptions = {},
+    private readonly deps: { ownsCluster?: boolean } = {},
+  ) {
+    this.retryOptions = { clock: cluster.clock, ...options.retry };
+  }
+
+  /** Connects to the cluster (other calls connect when needed). */
+  async connect(): Promise<void> {
+    await this.cluster.connect();
+  }
+
+  /** Creates topics; TOPIC_ALREADY_EXISTS is ignored with `ifNotExists`. */
+  async createTopics(topics: readonly NewTopic[], options: { validateOnly?: boolean; ifNotExists?: boolean } = {}): Promise<void> {
+    const res = await retry(async () => {
+      const conn = await this.cluster.anyConnection();
+      return conn.request('CreateTopics', {
+        topics: topics.map((t) => ({ name: t.name, partitions: t.partitions, replicationFactor: t.replicationFactor ?? 1, config: t.config ?? {} })),
+        validateOnly: options.validateOnly ?? false,
+      });
+    }, this.retryOptions);
+    firstError(res.topics, options.ifNotExists ? ['TOPIC_ALREADY_EXISTS'] : []);
+    this.cluster.markStale();
+  }
+
+  /** Deletes topics; UNKNOWN_TOPIC_OR_PARTITION is ignored with `ifExists`. */
+  async deleteTopics(names: readonly string[], options: { ifExists?: boolean } = {}): Promise<void> {
+    const res = await retry(async () => {
+      const conn = await this.cluster.anyConnection();
+      return conn.request('DeleteTopics', { names: [...names] });
+    }, this.retryOptions);
+    firstError(res.topics, options.ifExists ? ['UNKNOWN_TOPIC_OR_PARTITION'] : []);
+    this.cluster.markStale();
+  }
+
+  /** Names of every topic (internal ones with `includeInternal`), sorted. */
+  async listTopics(options: { includeInternal?: boolean } = {}): Promise<string[]> {
+    const topics = await this.cluster.fetchAllTopics(options.includeInternal ?? false);
+    return topics.map((t) => t.name).sort();
+  }
+
+  /** Partitions, leaders and effective configuration of topics (Metadata + DescribeConfigs). */
+  async describeTopics(names: readonly string[]): Promise<TopicDescription[]> {
+    const [meta, configs] = await Promise.all([
+      this.cluster.fetchTopics(names),
+      retry(async () => {
+        const conn = await this.cluster.anyConnection();
+        return conn.request('DescribeConfigs', { names: [...names] });
+      }, this.retryOptions),
+    ]);
+    firstError(configs.topics);
+    for (const t of meta) if (t.error) throw t.error;
+    return names.map((name) => {
+      const m = meta.find((t) => t.name === name);
+      const c = configs.topics.find((t) => t.name === name);
+      if (!m || !c) throw new EdgeqError('UNKNOWN_TOPIC_OR_PARTITION', `topic "${name}" does not exist`, { details: { topic: name } });
+      return {
+        name,
+        internal: m.internal || c.internal,
+        replicationFactor: c.replicationFactor,
+        partitions: m.partitions.filter((p) => p !== undefined).map((p) => ({
+          partition: p.partition,
+          leaderId: p.leaderId,
+          leaderEpoch: p.leaderEpoch,
+          replicas: p.replicas,
+          isr: p.isr,
+        })),
+        config: { ...c.config },
+      };
+    });
+  }
+
+  /** Every consumer group of every broker. */
+  async listGroups(): Promise<GroupListing[]> {
+    await this.cluster.ensureFresh();
+    const brokers = this.cluster.brokers();
+    const lists = await Promise.all(
+      brokers.map((b) =>
+        retry(async () => {
+          const conn = await this.cluster.connectionTo(b.id);
+          const res = await conn.request('ListGroups', {});
+          const err = errorOf(res.error);
+          if (err) throw err;
+          return res.groups;
+        }, this.retryOptions),
+      ),
+    );
+    const seen = new Map<string, GroupListing>();
+    for (const g of lists.flat()) seen.set(g.groupId, { groupId: g.groupId, state: g.state, protocolType: g.protocolType });
+    return [...seen.values()].sort((a, b) => (a.groupId < b.groupId ? -1 : a.groupId > b.groupId ? 1 : 0));
+  }
+
+  /** State, members and assignments of groups (asking each group's coordinator). */
+  async describeGroups(groupIds: readonly string[]): Promise<GroupDescription[]> {
+    return Promise.all(
+      groupIds.map(async (groupId) => {
+        const res = await retry(async () => {
+          const conn = await this.cluster.coordinatorFor(groupId);
+          return conn.request('DescribeGroups', { groupIds: [groupId] });
+        }, this.retryOptions);
+        const g = res.groups.find((x) => x.groupId === groupId);
+        if (!g) throw new EdgeqError('GROUP_ID_NOT_FOUND', `group "${groupId}" was not described`, { details: { groupId } });
+        const err = errorOf(g.error, { groupId });
+        if (err) throw err;
+        const consumer = g.protocolType === 'consumer';
+        return {
+          groupId,
+          state: g.state,
+          protocolType: g.protocolType,
+          protocolName: g.protocolName,
+          generationId: g.generationId,
+          leaderId: g.leaderId,
+          members: g.members.map((m) => ({
+            memberId: m.memberId,
+            clientId: m.clientId,
+            host: m.host,
+            topics: consumer && m.metadata.length > 0 ? decodeSubscription(m.metadata).topics : [],
+            assignment:
+              consumer && m.assignment.length > 0
+                ? decodeAssignment(m.assignment).partitions.flatMap((tp) => tp.partitions.map((partition) => ({ topic: tp.topic, partition })))
+                : [],
+          })),
+        };
+      }),
+    );
+  }
+
+  /** Offsets of partitions: earliest, latest (the high watermark) or the first at/after a time. */
+  async listOffsets(topic: string, options: { spec?: OffsetSpec; partitions?: readonly number[] } = {}): Promise<TopicPartitionOffset[]> {
+    await this.cluster.ensureFresh([topic]);
+    const count = this.cluster.partitionCount(topic);
+    const partitions = options.partitions ?? Array.from({ length: count }, (_, i) => i);
+    const found = await listOffsets(this.cluster, partitions.map((partition) => ({ topic, partition })), {
+      spec: options.spec ?? 'latest',
+      retry: this.retryOptions,
+    });
+    return found.sort((a, b) => a.partition - b.partition);
+  }
+
+  /** Committed offsets of a group (all of them, or of `topics`); -1 where none. */
+  async fetchGroupOffsets(groupId: string, options: { topics?: readonly string[] } = {}): Promise<(TopicPartitionOffset & { metadata: string })[]> {
+    let request: { name: string; partitions: number[] }[] = [];
+    if (options.topics) {
+      await this.cluster.ensureFresh(options.topics);
+      request = options.topics.map((name) => ({ name, partitions: Array.from({ length: this.cluster.partitionCount(name) }, (_, i) => i) }));
+    }
+    const res = await retry(async () => {
+      const conn = await this.cluster.coordinatorFor(groupId);
+      const r = await conn.request('OffsetFetch', { groupId, topics: request });
+      const err = errorOf(r.error, { groupId });
+      if (err) throw err;
+      return r;
+    }, this.retryOptions);
+    const out: (TopicPartitionOffset & { metadata: string })[] = [];
+    for (const t of res.topics) {
+      for (const p of t.partitions) {
+        const err = errorOf(p.error, { groupId, topic: t.name, partition: p.partition });
+        if (err) throw err;
+        out.push({ topic: t.name, partition: p.partition, offset: p.offset, metadata: p.metadata });
+      }
+    }
+    return out.sort((a, b) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : a.partition - b.partition));
+  }
+
+  /** Closes the connections (when this admin owns them). */
+  async close(): Promise<void> {
+    if (this.deps.ownsCluster) await this.cluster.close();
+  }
+}
+
+/** Creates an admin client with its own cluster connections. */
+export function createAdmin(cluster: ClusterOptions, options: AdminOptions = {}): Admin {
+  return new Admin(new Cluster(cluster), options, { ownsCluster: true });
+}

@@ -1,0 +1,595 @@
+/**
+ * The producer: `send` puts records into per-partition batches (see accumulator.ts); a sender
+ * loop ships ready batches to partition leaders, one Produce request per broker carrying at most
+ * one batch per partition, pipelined on the broker's connection.
+ *
+ * Idempotence (on by default with acks=all): the producer gets an id and epoch (InitProducerId)
+ * and numbers each partition's records from 0. A batch keeps its sequence numbers on every retry,
+ * so a retry of a batch the broker already wrote is answered with the original offsets instead of
+ * being written twice. Order per partition holds because at most `inflightPerPartitionMax` (≤ 5,
+ * what the broker's dedup window covers) batches are in flight, retries go out one at a time and
+ * before any newer batch, and a batch rejected as out of order because an earlier one is still
+ * pending is queued again rather than failed.
+ *
+ * When a batch fails for good under idempotence, the partitions' sequences no longer match what
+ * the broker expects; the producer then waits for its in-flight batches, bumps its epoch
+ * (InitProducerId with its id and epoch) and renumbers what is still queued from 0.
+ */
+import { EdgeqError, silentLogger, systemClock, toEdgeqError, type Clock, type Logger, type TimerHandle } from '../core/index.ts';
+import { buildBatch, CompressionCodec, type CompressionName, type RecordInput } from '../log/index.ts';
+import { Acks, errorOf, type AcksValue, type ProduceRequest, type ProduceResponse } from '../protocol/index.ts';
+import { estimateRecordBytes, ProducerBatch, RecordAccumulator, type RecordMetadata } from './accumulator.ts';
+import { BufferBudget, type BufferFullPolicy } from './buffer-budget.ts';
+import { Cluster, isStaleMetadataError, type ClusterOptions } from './cluster.ts';
+import { DefaultPartitioner, type Partitioner } from './partitioner.ts';
+import { backoffDelayMs, retry } from './retry.ts';
+
+export type { RecordMetadata } from './accumulator.ts';
+
+/** Acknowledgement levels: 0 (none, no answer), 1 (leader), 'all' (in-sync replicas). */
+export type AcksOption = 0 | 1 | 'all';
+
+/** Options of a producer. */
+export interface ProducerOptions {
+  acks?: AcksOption;
+  /** Default true when acks is 'all'; true with other acks is a config error. */
+  idempotent?: boolean;
+  compression?: CompressionName;
+  /** How long a batch waits for more records before it is sent. */
+  lingerMs?: number;
+  /** Target size of one batch (a single larger record gets a batch of its own). */
+  batchBytesMax?: number;
+  /** Largest single record accepted by `send` (estimated encoded bytes). */
+  recordBytesMax?: number;
+  /** Bytes of records held from `send` until answered. */
+  bufferBytesMax?: number;
+  /** Longest `send` waits for buffer space (policy 'wait'). */
+  maxBlockMs?: number;
+  bufferFullPolicy?: BufferFullPolicy;
+  /** Batches of one partition in flight at once; at most 5 with idempotence. */
+  inflightPerPartitionMax?: number;
+  /** Bound on one Produce request (sent to the broker as its timeout too). */
+  requestTimeoutMs?: number;
+  /** Retries of one batch after retriable errors. */
+  retriesMax?: number;
+  retryBackoffMs?: number;
+  retryBackoffMsMax?: number;
+  /** Bound on a batch's life from its first send to its answer, retries included. */
+  deliveryTimeoutMs?: number;
+  partitioner?: Partitioner;
+  random?: () => number;
+}
+
+/** Defaults of `ProducerOptions`. */
+export const PRODUCER_DEFAULTS = {
+  acks: 'all' as AcksOption,
+  compression: 'none' as CompressionName,
+  lingerMs: 5,
+  batchBytesMax: 16 * 1024,
+  recordBytesMax: 1024 * 1024,
+  bufferBytesMax: 32 * 1024 * 1024,
+  maxBlockMs: 60_000,
+  inflightPerPartitionMax: 5,
+  requestTimeoutMs: 30_000,
+  retriesMax: 10,
+  retryBackoffMs: 100,
+  retryBackoffMsMax: 1_000,
+  deliveryTimeoutMs: 120_000,
+} as const;
+
+/** The broker's dedup window: it remembers this many batches per producer and partition. */
+const IDEMPOTENT_INFLIGHT_MAX = 5;
+
+/** A record as `send` takes it. */
+export type ProducerRecord = RecordInput;
+
+/** Options of one `send`. */
+export interface SendOptions {
+  /** Sends every record to this partition instead of asking the partitioner. */
+  partition?: number;
+}
+
+interface PartitionState {
+  topic: string;
+  partition: number;
+  /** Sequence the next new batch gets. */
+  nextSequence: number;
+  /** Sequence after the last batch the broker confirmed. */
+  confirmedNext: number;
+  /** Sent, awaiting an answer, in sequence order. */
+  inflight: ProducerBatch[];
+  /** To send again, in sequence (or creation) order. */
+  retries: ProducerBatch[];
+}
+
+function toAcks(a: AcksOption): AcksValue {
+  return a === 0 ? Acks.NONE : a === 1 ? Acks.LEADER : Acks.ALL;
+}
+
+/** A producer; make one with `createProducer` or `client.producer()`. */
+export class Producer {
+  private readonly cluster: Cluster;
+  private readonly ownsCluster: boolean;
+  private readonly clock: Clock;
+  private readonly logger: Logger;
+  private readonly acks: AcksOption;
+  private readonly idempotent: boolean;
+  private readonly codec: (typeof CompressionCodec)[CompressionName];
+  private readonly recordBytesMax: number;
+  private readonly inflightPerPartitionMax: number;
+  private readonly requestTimeoutMs: number;
+  private readonly retriesMax: number;
+  private readonly retryBackoffMs: number;
+  private readonly retryBackoffMsMax: number;
+  private readonly deliveryTimeoutMs: number;
+  private readonly random: () => number;
+  private readonly partitioner: Partitioner;
+  private readonly accumulator: RecordAccumulator;
+  private readonly budget: BufferBudget;
+  private readonly partitions = new Map<string, PartitionState>();
+  private producerId = -1;
+  private producerEpoch = -1;
+  private epochResetNeeded = false;
+  private started: Promise<void> | null = null;
+  private flushing = 0;
+  private closing = false;
+  private closed = false;
+  private senderRunning = false;
+  private senderAgain = false;
+  private wakeTimer: TimerHandle | null = null;
+  private wakeAtMs = Infinity;
+
+  constructor(cluster: Cluster, options: ProducerOptions = {}, deps: { ownsCluster?: boolean; logger?: Logger } = {}) {
+    this.cluster = cluster;
+    this.ownsCluster = deps.ownsCluster ?? false;
+    this.clock = cluster.clock ?? systemClock;
+    this.logger = (deps.logger ?? cluster.logger ?? silentLogger).child({ component: 'producer' });
+    this.acks = options.acks ?? PRODUCER_DEFAULTS.acks;
+    if (options.idempotent === true && this.acks !== 'all') {
+      throw new EdgeqError('INVALID_CONFIG', 'idempotent: needs acks "all" (the dedup state lives with the in-sync replicas)');
+    }
+    this.idempotent = options.idempotent ?? this.acks === 'all';
+    const compression = options.compression ?? PRODUCER_DEFAULTS.compression;
+    if (!(compression in CompressionCodec)) throw new EdgeqError('INVALID_CONFIG', `compression: unknown codec "${compression}"`);
+    this.codec = CompressionCodec[compression];
+    this.recordBytesMax = options.recordBytesMax ?? PRODUCER_DEFAULTS.recordBytesMax;
+    const perPartition = options.inflightPerPartitionMax ?? PRODUCER_DEFAULTS.inflightPerPartitionMax;
+    if (this.idempotent && perPartition > IDEMPOTENT_INFLIGHT_MAX) {
+      throw new EdgeqError('INVALID_CONFIG', `inflightPerPartitionMax: at most ${IDEMPOTENT_INFLIGHT_MAX} with idempotence (the broker's dedup window)`);
+    }
+    if (perPartition < 1) throw new EdgeqError('INVALID_CONFIG', 'inflightPerPartitionMax: at least 1');
+    this.inflightPerPartitionMax = perPartition;
+    this.requestTimeoutMs = options.requestTimeoutMs ?? PRODUCER_DEFAULTS.requestTimeoutMs;
+    this.retriesMax = options.retriesMax ?? PRODUCER_DEFAULTS.retriesMax;
+    this.retryBackoffMs = options.retryBackoffMs ?? PRODUCER_DEFAULTS.retryBackoffMs;
+    this.retryBackoffMsMax = options.retryBackoffMsMax ?? PRODUCER_DEFAULTS.retryBackoffMsMax;
+    this.deliveryTimeoutMs = options.deliveryTimeoutMs ?? PRODUCER_DEFAULTS.deliveryTimeoutMs;
+    this.random = options.random ?? Math.random;
+    this.partitioner = options.partitioner ?? new DefaultPartitioner({ random: this.random });
+    const batchBytesMax = options.batchBytesMax ?? PRODUCER_DEFAULTS.batchBytesMax;
+    const bufferBytesMax = options.bufferBytesMax ?? PRODUCER_DEFAULTS.bufferBytesMax;
+    if (bufferBytesMax < batchBytesMax) {
+      throw new EdgeqError('INVALID_CONFIG', `bufferBytesMax (${bufferBytesMax}) must hold at least one batch (batchBytesMax ${batchBytesMax})`);
+    }
+    this.accumulator = new RecordAccumulator({ lingerMs: options.lingerMs ?? PRODUCER_DEFAULTS.lingerMs, batchBytesMax, clock: this.clock });
+    this.budget = new BufferBudget({
+      bufferBytesMax,
+      maxBlockMs: options.maxBlockMs ?? PRODUCER_DEFAULTS.maxBlockMs,
+      policy: options.bufferFullPolicy ?? 'wait',
+      clock: this.clock,
+    });
+  }
+
+  /** The producer id and epoch (-1 before `connect` or without idempotence). */
+  get identity(): { producerId: number; producerEpoch: number } {
+    return { producerId: this.producerId, producerEpoch: this.producerEpoch };
+  }
+
+  /** Bytes of records held in the buffer. */
+  get bufferedBytes(): number {
+    return this.budget.usedBytes;
+  }
+
+  /** Connects and, with idempotence, gets a producer id. `send` calls it when needed. */
+  connect(): Promise<void> {
+    if (!this.started) {
+      this.started = (async () => {
+        await this.cluster.connect();
+        if (this.idempotent) await this.initProducerId(false);
+      })();
+      this.started.catch(() => (this.started = null));
+    }
+    return this.started;
+  }
+
+  private async initProducerId(bump: boolean): Promise<void> {
+    const ask = async (producerId: number, producerEpoch: number) =>
+      retry(async () => {
+        const conn = await this.cluster.anyConnection();
+        const res = await conn.request('InitProducerId', { producerId, producerEpoch });
+        const err = errorOf(res.error);
+        if (err) throw err;
+        return res;
+      }, { clock: this.clock, random: this.random, retriesMax: this.retriesMax, retryBackoffMs: this.retryBackoffMs, retryBackoffMsMax: this.retryBackoffMsMax });
+    let res;
+    if (bump && this.producerId >= 0) {
+      try {
+        res = await ask(this.producerId, this.producerEpoch);
+      } catch (err) {
+        // The broker may not know our id any more (or not support bumps): start afresh.
+        this.logger.info({ err: toEdgeqError(err).code }, 'epoch bump refused; asking for a new producer id');
+        res = await ask(-1, -1);
+      }
+    } else {
+      res = await ask(-1, -1);
+    }
+    this.producerId = res.producerId;
+    this.producerEpoch = res.producerEpoch;
+    this.logger.debug({ producerId: this.producerId, producerEpoch: this.producerEpoch }, 'producer id');
+  }
+
+  /**
+   * Sends records to a topic; resolves with where each landed once the broker acknowledged them
+   * (per `acks`). Records of one call succeed or fail together; a bad or oversized record fails
+   * its call without queueing anything.
+   */
+  async send(topic: string, records: ProducerRecord | readonly ProducerRecord[], options: SendOptions = {}): Promise<RecordMetadata[]> {
+    if (this.closing) throw new EdgeqError('CONNECTION_CLOSED', 'the producer is closed', { retriable: false });
+    const list: readonly ProducerRecord[] = Array.isArray(records) ? records : [records as ProducerRecord];
+    if (list.length === 0) return [];
+    const sizes = list.map((r, i) => {
+      if (r === null || typeof r !== 'object' || !('value' in r)) {
+        throw new EdgeqError('INVALID_ARGUMENT', `record ${i} needs a value (string, Buffer or null)`);
+      }
+      const size = estimateRecordBytes(r);
+      if (size > this.recordBytesMax) {
+        throw new EdgeqError('MESSAGE_TOO_LARGE', `record ${i} is about ${size} bytes, over recordBytesMax ${this.recordBytesMax}`, {
+          details: { topic, sizeBytes: size, recordBytesMax: this.recordBytesMax },
+        });
+      }
+      return size;
+    });
+    await this.connect();
+    await this.cluster.ensureFresh([topic]);
+    const partitionCount = this.cluster.partitionCount(topic);
+    if (options.partition !== undefined && !(Number.isInteger(options.partition) && options.partition >= 0 && options.partition < partitionCount)) {
+      throw new EdgeqError('UNKNOWN_TOPIC_OR_PARTITION', `topic "${topic}" has no partition ${options.partition} (it has ${partitionCount})`, {
+        details: { topic, partition: options.partition },
+      });
+    }
+    await this.budget.acquire(sizes.reduce((a, b) => a + b, 0));
+    if (this.closed) {
+      this.budget.release(sizes.reduce((a, b) => a + b, 0));
+      throw new EdgeqError('CONNECTION_CLOSED', 'the producer is closed', { retriable: false });
+    }
+    const results = list.map((record, i) => {
+      const key = record.key === undefined || record.key === null ? null : typeof record.key === 'string' ? Buffer.from(record.key) : record.key;
+      const partition = options.partition ?? this.partitioner.partition({ topic, key, partitionCount });
+      return this.accumulator.append(topic, partition, record, sizes[i]!).result;
+    });
+    this.wake();
+    return Promise.all(results);
+  }
+
+  /** Sends everything queued now and resolves once all of it was answered (failures included). */
+  async flush(): Promise<void> {
+    this.flushing++;
+    try {
+      const pending = [
+        ...this.accumulator.all(),
+        ...[...this.partitions.values()].flatMap((p) => [...p.inflight, ...p.retries]),
+      ];
+      this.wake();
+      await Promise.all(pending.map((b) => b.done));
+    } finally {
+      this.flushing--;
+    }
+  }
+
+  /** Flushes, then closes the connections. Later sends fail. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closing = true;
+    try {
+      if (this.started) await this.flush();
+    } finally {
+      this.closed = true;
+      this.wakeTimer?.cancel();
+      const err = new EdgeqError('CONNECTION_CLOSED', 'the producer closed', { retriable: false });
+      this.budget.failWaiters(err);
+      for (const b of this.accumulator.clear()) b.fail(err);
+      if (this.ownsCluster) await this.cluster.close();
+    }
+  }
+
+  // ---- the sender ---------------------------------------------------------------------------
+
+  private stateOf(topic: string, partition: number): PartitionState {
+    const key = `${topic}\u0000${partition}`;
+    let s = this.partitions.get(key);
+    if (!s) {
+      s = { topic, partition, nextSequence: 0, confirmedNext: 0, inflight: [], retries: [] };
+      this.partitions.set(key, s);
+    }
+    return s;
+  }
+
+  /** Runs the sender soon; coalesces wakes. */
+  private wake(): void {
+    if (this.closed) return;
+    if (this.senderRunning) {
+      this.senderAgain = true;
+      return;
+    }
+    this.senderRunning = true;
+    queueMicrotask(() => {
+      this.runSender()
+        .catch((err) => this.logger.error({ err }, 'sender pass failed'))
+        .finally(() => {
+          this.senderRunning = false;
+          if (this.senderAgain) {
+            this.senderAgain = false;
+            this.wake();
+          }
+        });
+    });
+  }
+
+  private wakeIn(ms: number): void {
+    if (this.closed || !Number.isFinite(ms)) return;
+    const at = this.clock.monotonicMs() + Math.max(0, ms);
+    if (this.wakeTimer && this.wakeAtMs <= at) return;
+    this.wakeTimer?.cancel();
+    this.wakeAtMs = at;
+    this.wakeTimer = this.clock.setTimeout(() => {
+      this.wakeTimer = null;
+      this.wakeAtMs = Infinity;
+      this.wake();
+    }, Math.max(0, ms));
+  }
+
+  private anyInflight(): boolean {
+    for (const s of this.partitions.values()) if (s.inflight.length > 0) return true;
+    return false;
+  }
+
+  private async runSender(): Promise<void> {
+    if (this.closed || !this.started) return;
+    if (this.idempotent && this.epochResetNeeded) {
+      // Wait for every in-flight answer first: they tell which batches were written.
+      if (this.anyInflight()) return;
+      await this.resetEpoch();
+    }
+    const flushing = this.flushing > 0 || this.closing;
+    const now = this.clock.monotonicMs();
+    let nextWakeMs = Infinity;
+    // Which topics need leaders: refresh metadata first if it is stale.
+    try {
+      await this.cluster.ensureFresh();
+    } catch (err) {
+      this.logger.debug({ err: toEdgeqError(err).code }, 'metadata refresh failed; sender backs off');
+      this.wakeIn(this.retryBackoffMs);
+      return;
+    }
+    const toSend: ProducerBatch[] = [];
+    // Retries first: they are older than anything in the accumulator.
+    for (const s of this.partitions.values()) {
+      const head = s.retries[0];
+      if (!head) continue;
+      if (s.inflight.length > 0) continue; // retries go one at a time, in order
+      if (head.retryAtMs > now) {
+        nextWakeMs = Math.min(nextWakeMs, head.retryAtMs - now);
+        continue;
+      }
+      if (!this.hasLeader(s.topic, s.partition)) {
+        nextWakeMs = Math.min(nextWakeMs, this.retryBackoffMs);
+        continue;
+      }
+      s.retries.shift();
+      toSend.push(head);
+    }
+    const { ready, nextReadyMs } = this.accumulator.ready(flushing);
+    nextWakeMs = Math.min(nextWakeMs, nextReadyMs);
+    for (const tp of ready) {
+      const s = this.stateOf(tp.topic, tp.partition);
+      if (s.retries.length > 0 || toSend.some((b) => b.topic === tp.topic && b.partition === tp.partition)) continue;
+      if (s.inflight.length >= this.inflightPerPartitionMax) continue; // woken again by an answer
+      if (!this.hasLeader(tp.topic, tp.partition)) {
+        nextWakeMs = Math.min(nextWakeMs, this.retryBackoffMs);
+        continue;
+      }
+      const batch = this.accumulator.drain(tp.topic, tp.partition)!;
+      this.partitioner.onBatchSent(tp.topic, tp.partition);
+      if (this.idempotent) {
+        batch.baseSequence = s.nextSequence;
+        batch.producerId = this.producerId;
+        batch.producerEpoch = this.producerEpoch;
+        s.nextSequence += batch.count;
+      }
+      toSend.push(batch);
+    }
+    if (toSend.length > 0) {
+      await this.ship(toSend);
+      // More may be ready behind what was just drained.
+      this.senderAgain = true;
+    }
+    this.wakeIn(nextWakeMs);
+  }
+
+  private hasLeader(topic: string, partition: number): boolean {
+    try {
+      this.cluster.leaderOf(topic, partition);
+      return true;
+    } catch (err) {
+      this.cluster.markStale(err);
+      return false;
+    }
+  }
+
+  /** Builds the batches' bytes and sends them, one request per leader. */
+  private async ship(batches: ProducerBatch[]): Promise<void> {
+    await Promise.all(
+      batches.map(async (b) => {
+        if (b.bytes) return;
+        b.bytes = await buildBatch(b.records, {
+          codec: this.codec,
+          producerId: b.producerId,
+          producerEpoch: b.producerEpoch,
+          baseSequence: b.baseSequence,
+          nowMs: this.clock.nowMs(),
+        });
+      }),
+    );
+    const byLeader = new Map<number, { batch: ProducerBatch; leaderEpoch: number }[]>();
+    for (const b of batches) {
+      const leader = this.cluster.leaderOf(b.topic, b.partition);
+      const list = byLeader.get(leader.leaderId) ?? [];
+      list.push({ batch: b, leaderEpoch: leader.leaderEpoch });
+      byLeader.set(leader.leaderId, list);
+    }
+    const now = this.clock.monotonicMs();
+    for (const b of batches) {
+      b.attempts++;
+      if (b.firstSendMs < 0) b.firstSendMs = now;
+      const s = this.stateOf(b.topic, b.partition);
+      insertSorted(s.inflight, b, this.idempotent);
+    }
+    for (const [leaderId, entries] of byLeader) {
+      const request: ProduceRequest = { acks: toAcks(this.acks), timeoutMs: this.requestTimeoutMs, topics: [] };
+      for (const { batch, leaderEpoch } of entries) {
+        let topic = request.topics.find((t) => t.name === batch.topic);
+        if (!topic) {
+          topic = { name: batch.topic, partitions: [] };
+          request.topics.push(topic);
+        }
+        topic.partitions.push({ partition: batch.partition, records: batch.bytes!, leaderEpoch });
+      }
+      const list = entries.map((e) => e.batch);
+      let conn;
+      try {
+        conn = await this.cluster.connectionTo(leaderId);
+      } catch (err) {
+        for (const b of list) this.onBatchError(b, toEdgeqError(err));
+        continue;
+      }
+      if (this.acks === 0) {
+        conn.requestNoResponse('Produce', request).then(
+          () => list.forEach((b) => this.onBatchSuccess(b, -1)),
+          (err) => list.forEach((b) => this.onBatchError(b, toEdgeqError(err))),
+        );
+        continue;
+      }
+      // Not awaited: requests to one broker are pipelined; the connection keeps their order.
+      conn.request('Produce', request, { timeoutMs: this.requestTimeoutMs + 5_000 }).then(
+        (res) => this.onResponse(list, res),
+        (err) => list.forEach((b) => this.onBatchError(b, toEdgeqError(err))),
+      );
+    }
+  }
+
+  private onResponse(batches: ProducerBatch[], res: ProduceResponse): void {
+    for (const b of batches) {
+      const r = res.topics.find((t) => t.name === b.topic)?.partitions.find((p) => p.partition === b.partition);
+      if (!r) {
+        this.onBatchError(b, new EdgeqError('UNKNOWN', `Produce answer lacks ${b.topic}/${b.partition}`, { retriable: true }));
+        continue;
+      }
+      const err = errorOf(r.error, { topic: b.topic, partition: b.partition });
+      if (err) this.onBatchError(b, err);
+      else this.onBatchSuccess(b, r.baseOffset);
+    }
+  }
+
+  private removeInflight(b: ProducerBatch): PartitionState {
+    const s = this.stateOf(b.topic, b.partition);
+    const i = s.inflight.indexOf(b);
+    if (i >= 0) s.inflight.splice(i, 1);
+    return s;
+  }
+
+  private onBatchSuccess(b: ProducerBatch, baseOffset: number): void {
+    const s = this.removeInflight(b);
+    if (this.idempotent) s.confirmedNext = Math.max(s.confirmedNext, b.baseSequence + b.count);
+    this.finish(b, null, baseOffset);
+  }
+
+  private onBatchError(b: ProducerBatch, err: EdgeqError): void {
+    const s = this.removeInflight(b);
+    if (isStaleMetadataError(err)) this.cluster.markStale(err);
+    const expired = this.clock.monotonicMs() - b.firstSendMs >= this.deliveryTimeoutMs || b.attempts > this.retriesMax;
+    if (this.idempotent) {
+      if (err.code === 'DUPLICATE_SEQUENCE') return this.onBatchSuccess(b, -1);
+      if (err.code === 'OUT_OF_ORDER_SEQUENCE' && b.producerEpoch === this.producerEpoch) {
+        if (b.baseSequence < s.confirmedNext) {
+          // A later batch was confirmed, so this one was written too; the broker just forgot it.
+          return this.onBatchSuccess(b, -1);
+        }
+        if (b.baseSequence > s.confirmedNext && !expired) {
+          // An earlier batch of the partition is still pending: the gap is ours, not the broker's.
+          return this.requeue(s, b, 0);
+        }
+      }
+      if (err.code === 'UNKNOWN_PRODUCER_ID' || (b.producerEpoch !== this.producerEpoch && !expired)) {
+        // The broker lost our id, or the batch predates an epoch bump: renumber and send again.
+        this.epochResetNeeded = true;
+        return this.requeue(s, b, 0);
+      }
+      if (this.epochResetNeeded && !expired && err.code === 'OUT_OF_ORDER_SEQUENCE') return this.requeue(s, b, 0);
+    }
+    if (err.retriable && !expired && !this.closed) {
+      this.logger.debug({ topic: b.topic, partition: b.partition, err: err.code, attempt: b.attempts }, 'retrying batch');
+      return this.requeue(s, b, backoffDelayMs(b.attempts - 1, { retryBackoffMs: this.retryBackoffMs, retryBackoffMsMax: this.retryBackoffMsMax, random: this.random }));
+    }
+    if (this.idempotent) this.epochResetNeeded = true;
+    this.finish(b, err, -1);
+  }
+
+  private requeue(s: PartitionState, b: ProducerBatch, delayMs: number): void {
+    b.retryAtMs = this.clock.monotonicMs() + delayMs;
+    insertSorted(s.retries, b, this.idempotent);
+    this.wake();
+  }
+
+  private finish(b: ProducerBatch, err: EdgeqError | null, baseOffset: number): void {
+    if (err) b.fail(err);
+    else b.complete(baseOffset);
+    this.budget.release(b.sizeBytes);
+    this.wake();
+  }
+
+  /** Bumps the epoch and renumbers every queued batch from 0 (see the file comment). */
+  private async resetEpoch(): Promise<void> {
+    try {
+      await this.initProducerId(true);
+    } catch (err) {
+      this.logger.warn({ err }, 'producer epoch reset failed; will retry');
+      this.wakeIn(this.retryBackoffMsMax);
+      throw err;
+    }
+    this.epochResetNeeded = false;
+    for (const s of this.partitions.values()) {
+      s.nextSequence = 0;
+      s.confirmedNext = 0;
+      for (const b of s.retries) {
+        b.baseSequence = s.nextSequence;
+        b.producerId = this.producerId;
+        b.producerEpoch = this.producerEpoch;
+        b.bytes = null;
+        s.nextSequence += b.count;
+      }
+    }
+  }
+}
+
+/** Inserts in sequence order (idempotent) or creation order. */
+function insertSorted(list: ProducerBatch[], b: ProducerBatch, bySequence: boolean): void {
+  const key = (x: ProducerBatch) => (bySequence ? x.baseSequence : x.seq);
+  let i = list.length;
+  while (i > 0 && key(list[i - 1]!) > key(b)) i--;
+  list.splice(i, 0, b);
+}
+
+/** Creates a producer with its own cluster connections. */
+export function createProducer(cluster: ClusterOptions, options: ProducerOptions = {}): Producer {
+  return new Producer(new Cluster(cluster), options, { ownsCluster: true, logger: cluster.logger });
+}
