@@ -335,7 +335,7 @@ describe('GroupCoordinator: offsets', () => {
     expect(all.topics).toEqual([{ name: 't', partitions: [{ partition: 0, error: null, offset: 42, metadata: 'm' }] }]);
   });
 
-  it('refuses commits from a stale generation, an unknown member, a rebalance or outsiders, storing nothing', async () => {
+  it('refuses commits from a stale generation, an unknown member or outsiders, storing nothing', async () => {
     const s = await setup();
     const { joins } = await formGroup(s, 2);
     const [a, b] = joins as [JoinGroupResponse, JoinGroupResponse];
@@ -346,10 +346,25 @@ describe('GroupCoordinator: offsets', () => {
     expect(code((await commit(1, 'ghost')).error)).toBe('UNKNOWN_MEMBER_ID');
     expect(code((await commit(-1, '')).error)).toBe('UNKNOWN_MEMBER_ID');
     expect(commitCodes(await commit(0, a.memberId))).toEqual(['ILLEGAL_GENERATION']);
-    void s.coord.joinGroup(joinReq(b.memberId, { protocols: protocols(['u']) }), CTX); // starts a rebalance
-    expect(code((await commit(1, a.memberId)).error)).toBe('REBALANCE_IN_PROGRESS');
     expect(s.log.logEndOffset).toBe(end);
     expect((await s.coord.fetchOffsets({ groupId: 'g', topics: [{ name: 't', partitions: [0] }] })).topics[0]!.partitions[0]!.offset).toBe(-1);
+  });
+
+  it('takes commits from the current generation while a rebalance is prepared, and fences them once it completes', async () => {
+    const s = await setup();
+    const { joins } = await formGroup(s, 2);
+    const [a, b] = joins as [JoinGroupResponse, JoinGroupResponse];
+    const commit = (generationId: number, memberId: string, offset: number) =>
+      s.coord.commitOffsets({ groupId: 'g', generationId, memberId, topics: [{ name: 't', partitions: [{ partition: 0, offset }] }] });
+    // b changes its subscription: that starts a rebalance.
+    const jb = s.coord.joinGroup(joinReq(b.memberId, { protocols: protocols(['t', 'u']) }), CTX);
+    // a gives its partitions up after committing what it consumed, as Kafka members do.
+    expect(code((await commit(1, a.memberId, 7)).error)).toBeNull();
+    const ja = await s.coord.joinGroup(joinReq(a.memberId), CTX);
+    await jb;
+    expect(ja.generationId).toBe(2);
+    expect(code((await commit(1, a.memberId, 9)).error)).toBe('ILLEGAL_GENERATION');
+    expect((await s.coord.fetchOffsets({ groupId: 'g', topics: [{ name: 't', partitions: [0] }] })).topics[0]!.partitions[0]!.offset).toBe(7);
   });
 
   it('accepts generation -1 commits for a group without members', async () => {

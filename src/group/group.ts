@@ -265,7 +265,9 @@ export class Group {
     }
     const err = this.checkMember(memberId, generationId);
     if (err) return err;
-    if (this.stateValue === 'PreparingRebalance') return this.rebalancing();
+    // While a rebalance is being prepared the generation has not changed yet, so its members may
+    // still commit what they consumed before giving their partitions up (as Kafka allows); the
+    // next owner then starts after it instead of re-reading it.
     this.touch(this.members.get(memberId)!);
     return null;
   }
