@@ -1,0 +1,361 @@
+/**
+ * edgeq against NATS JetStream on this machine, in one run (`npm run bench`).
+ *
+ * Both servers run as their own processes on loopback with file storage and one replica:
+ * edgeq as `edgeq broker` (topic with one partition, `interval` flush), JetStream as
+ * `nats-server -js` on its own port and store folder. For 100 B and 1 KiB messages it measures:
+ *
+ * - produce throughput with every acknowledgement awaited: each message is its own `send` /
+ *   `js.publish` call, with the same bound on unanswered calls (WINDOW) for both;
+ * - consume throughput: reading those messages back from the start;
+ * - publish-to-ack latency at a fixed rate both hold (open loop: latency counts from the moment
+ *   a message was due, so a stall is not hidden by coordinated omission), p50/p99/p999 from an
+ *   HdrHistogram.
+ *
+ * JetStream 2.9 acknowledges before fsync, so it is compared with edgeq's `interval` mode; edgeq's
+ * `sync` mode (acknowledged after fdatasync, group commit) is reported in its own rows.
+ * Results go to bench/results/broker-vs-nats.json.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir, cpus } from 'node:os';
+import { join } from 'node:path';
+import * as hdr from 'hdr-histogram-js';
+import { connect as natsConnect, AckPolicy, type NatsConnection, type JetStreamClient } from 'nats';
+import { createClient } from '../src/client/index.ts';
+import { spawnBroker } from '../test/helpers/broker-process.ts';
+
+const SIZES = [100, 1024];
+/** Unanswered produce calls allowed at once, for both systems. */
+const WINDOW = Number(process.env.BENCH_WINDOW ?? 2048);
+const PRODUCE_MSGS: Record<number, number> = { 100: Number(process.env.BENCH_MSGS_100 ?? 150_000), 1024: Number(process.env.BENCH_MSGS_1K ?? 100_000) };
+/** Throughput phases stop at this many seconds even if not every message was sent. */
+const PHASE_SECONDS_MAX = 60;
+const LATENCY_RATE = Number(process.env.BENCH_RATE ?? 2000);
+const LATENCY_SECONDS = Number(process.env.BENCH_LATENCY_SECONDS ?? 8);
+const WARMUP_SECONDS = 2;
+const LATENCY_ROUNDS = Number(process.env.BENCH_LATENCY_ROUNDS ?? 3);
+
+interface Latency {
+  ratePerSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  p999Ms: number;
+  maxMs: number;
+}
+
+interface Row {
+  system: 'edgeq' | 'nats';
+  mode: string;
+  messageBytes: number;
+  produceMsgsPerSec: number;
+  consumeMsgsPerSec: number | null;
+  latency: Latency;
+  latencyRounds?: Latency[];
+}
+
+function progress(line: string): void {
+  process.stderr.write(`[bench] ${line}\n`);
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const a = s.address();
+      const port = typeof a === 'object' && a ? a.port : 0;
+      s.close(() => resolve(port));
+    });
+    s.on('error', reject);
+  });
+}
+
+function newHistogram() {
+  return hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: 3 });
+}
+
+/** Runs `send` for `count` messages with at most WINDOW unanswered; returns messages per second. */
+async function windowed(count: number, send: (i: number) => Promise<unknown>): Promise<{ rate: number; done: number }> {
+  const t0 = performance.now();
+  const deadline = t0 + PHASE_SECONDS_MAX * 1000;
+  let inflight = 0;
+  let done = 0;
+  let failed: unknown = null;
+  let wake: (() => void) | null = null;
+  for (let i = 0; i < count && performance.now() < deadline; i++) {
+    while (inflight >= WINDOW) await new Promise<void>((r) => (wake = r));
+    if (failed) throw failed;
+    inflight++;
+    send(i).then(
+      () => {
+        inflight--;
+        done++;
+        wake?.();
+      },
+      (err: unknown) => {
+        failed = err;
+        inflight--;
+        wake?.();
+      },
+    );
+  }
+  while (inflight > 0) await new Promise<void>((r) => (wake = r));
+  if (failed) throw failed;
+  return { rate: done / ((performance.now() - t0) / 1000), done };
+}
+
+/**
+ * Open-loop fixed-rate run: message i is due at t0 + i/rate; latency = ack time − due time. The
+ * first WARMUP_SECONDS at the same rate are not recorded (JIT, connection set-up, the previous
+ * phase's garbage), for both systems alike.
+ */
+async function fixedRate(send: () => Promise<unknown>): Promise<Latency> {
+  await openLoop(send, LATENCY_RATE * WARMUP_SECONDS, null);
+  const h = newHistogram();
+  await openLoop(send, LATENCY_RATE * LATENCY_SECONDS, h);
+  const ms = (us: number) => Math.round(us) / 1000;
+  const out = {
+    ratePerSec: LATENCY_RATE,
+    p50Ms: ms(h.getValueAtPercentile(50)),
+    p99Ms: ms(h.getValueAtPercentile(99)),
+    p999Ms: ms(h.getValueAtPercentile(99.9)),
+    maxMs: ms(h.maxValue),
+  };
+  h.destroy();
+  return out;
+}
+
+async function startNats(storeDir: string): Promise<{ port: number; child: ChildProcess }> {
+  const port = await freePort();
+  const child = spawn('nats-server', ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', storeDir], { stdio: ['ignore', 'ignore', 'pipe'] });
+  // Ready when a client can connect: retry with a short backoff, bounded.
+  for (let attempt = 0; attempt < 100; attempt++) {
+    try {
+      const nc = await natsConnect({ servers: `127.0.0.1:${port}`, timeout: 500 });
+      await nc.close();
+      return { port, child };
+    } catch {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  child.kill('SIGKILL');
+  throw new Error('nats-server did not start');
+}
+
+/** A system under test: how to produce one message of a size, for throughput and latency. */
+interface Target {
+  system: 'edgeq' | 'nats';
+  mode: string;
+  /** Prepares the topic/stream for `size` and returns its senders and reader. */
+  prepare(size: number): Promise<{
+    send: () => Promise<unknown>;
+    /** A sender tuned for latency (edgeq: no linger). */
+    sendOne: () => Promise<unknown>;
+    consume: (count: number) => Promise<number>;
+  }>;
+  close(): Promise<void>;
+}
+
+async function edgeqTarget(port: number, mode: 'interval' | 'sync'): Promise<Target> {
+  const client = createClient({ brokers: [`127.0.0.1:${port}`], clientId: `bench-${mode}` });
+  const admin = client.admin();
+  // Throughput: the producer batches (5 ms linger, large batches). Latency: no linger, so each
+  // message goes out at once, as JetStream's publish does.
+  const producer = client.producer({ acks: 'all', lingerMs: 5, batchBytesMax: 256 * 1024, bufferBytesMax: 256 * 1024 * 1024 });
+  const quick = client.producer({ acks: 'all', lingerMs: 0 });
+  return {
+    system: 'edgeq',
+    mode,
+    async prepare(size) {
+      const topic = `bench-${mode}-${size}`;
+      await admin.createTopics([{ name: topic, partitions: 1, config: { 'flush.policy': mode } }], { ifNotExists: true });
+      const value = Buffer.alloc(size, 0x61);
+      return {
+        send: () => producer.send(topic, { value }),
+        sendOne: () => quick.send(topic, { value }),
+        consume: async (count) => {
+          const consumer = client.consumer({ fromBeginning: true, maxWaitMs: 100, partitionFetchBytesMax: 4 * 1024 * 1024, fetchMaxBytes: 16 * 1024 * 1024, pollRecordsMax: 50_000 });
+          consumer.assign([{ topic, partition: 0 }]);
+          const c0 = performance.now();
+          let got = 0;
+          while (got < count && performance.now() - c0 < PHASE_SECONDS_MAX * 1000) got += (await consumer.poll({ maxRecords: 50_000, timeoutMs: 1000 })).length;
+          const rate = got / ((performance.now() - c0) / 1000);
+          await consumer.close();
+          return rate;
+        },
+      };
+    },
+    close: () => client.close(),
+  };
+}
+
+async function natsTarget(port: number): Promise<Target> {
+  const nc: NatsConnection = await natsConnect({ servers: `127.0.0.1:${port}` });
+  const jsm = await nc.jetstreamManager();
+  const js: JetStreamClient = nc.jetstream();
+  return {
+    system: 'nats',
+    mode: 'jetstream-file',
+    async prepare(size) {
+      const stream = `BENCH${size}`;
+      const subject = `bench.${size}`;
+      await jsm.streams.add({ name: stream, subjects: [subject], storage: 'file' as never, num_replicas: 1 });
+      const payload = new Uint8Array(size).fill(0x61);
+      return {
+        send: () => js.publish(subject, payload),
+        sendOne: () => js.publish(subject, payload),
+        consume: async (count) => {
+          await jsm.consumers.add(stream, { durable_name: 'bench', ack_policy: AckPolicy.None });
+          const consumer = await js.consumers.get(stream, 'bench');
+          const c0 = performance.now();
+          let got = 0;
+          const messages = await consumer.consume({ max_messages: 10_000 });
+          for await (const _m of messages) {
+            got++;
+            if (got >= count || performance.now() - c0 > PHASE_SECONDS_MAX * 1000) break;
+          }
+          const rate = got / ((performance.now() - c0) / 1000);
+          // stop() ends the pull; close() would wait for a drain that never comes without acks.
+          messages.stop();
+          return rate;
+        },
+      };
+    },
+    close: () => nc.close(),
+  };
+}
+
+function median(values: number[]): number {
+  const s = [...values].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+}
+
+async function openLoop(send: () => Promise<unknown>, total: number, h: ReturnType<typeof newHistogram> | null): Promise<void> {
+  const t0 = performance.now() + 50;
+  const pending: Promise<void>[] = [];
+  for (let i = 0; i < total; i++) {
+    const due = t0 + (i * 1000) / LATENCY_RATE;
+    // Never early, and no busy wait (a spinning load generator would steal a core from the
+    // server under test on this 2-core machine): a timer fires at or after the due time.
+    while (performance.now() < due) await new Promise((r) => setTimeout(r, Math.max(1, due - performance.now())));
+    pending.push(send().then(() => h?.recordValue(Math.max(1, Math.round((performance.now() - due) * 1000)))));
+    if (pending.length > 10_000) await Promise.all(pending.splice(0, 5_000));
+  }
+  await Promise.all(pending);
+}
+
+function table(rows: Row[]): string {
+  const head = '| system | mode | msg bytes | produce msg/s | consume msg/s | rate/s | p50 ms | p99 ms | p99.9 ms |';
+  const sep = '|---|---|---:|---:|---:|---:|---:|---:|---:|';
+  const lines = rows.map(
+    (r) =>
+      `| ${r.system} | ${r.mode} | ${r.messageBytes} | ${r.produceMsgsPerSec.toLocaleString('en-US')} | ${r.consumeMsgsPerSec?.toLocaleString('en-US') ?? '-'} | ${r.latency.ratePerSec} | ${r.latency.p50Ms} | ${r.latency.p99Ms} | ${r.latency.p999Ms} |`,
+  );
+  return [head, sep, ...lines].join('\n');
+}
+
+async function main(): Promise<void> {
+  const started = performance.now();
+  const root = await mkdtemp(join(tmpdir(), 'edgeq-bench-'));
+  const nats = await startNats(join(root, 'nats'));
+  const broker = await spawnBroker({ dataDir: join(root, 'edgeq'), env: { EDGEQ_LOG_LEVEL: 'warn' } });
+  const targets: Target[] = [await natsTarget(nats.port), await edgeqTarget(broker.port, 'interval'), await edgeqTarget(broker.port, 'sync')];
+  try {
+    type Prepared = Awaited<ReturnType<Target['prepare']>>;
+    const prepared = new Map<string, Prepared>();
+    const key = (t: Target, size: number) => `${t.system}/${t.mode}/${size}`;
+    const throughput = new Map<string, { produce: number; consume: number }>();
+    // Throughput, one system at a time (the others idle).
+    for (const t of targets) {
+      for (const size of SIZES) {
+        const p = await t.prepare(size);
+        prepared.set(key(t, size), p);
+        const count = t.mode === 'sync' ? Math.round(PRODUCE_MSGS[size]! / 2) : PRODUCE_MSGS[size]!;
+        const produced = await windowed(count, p.send);
+        const consume = await p.consume(produced.done);
+        throughput.set(key(t, size), { produce: produced.rate, consume });
+        progress(`${t.system} ${t.mode} ${size} B: produce ${Math.round(produced.rate)}/s, consume ${Math.round(consume)}/s`);
+      }
+    }
+    // Latency in interleaved rounds (the order rotates), so drift on the machine hits every
+    // system alike; each figure reported is the median over the rounds.
+    const rounds = new Map<string, Latency[]>();
+    for (let round = 0; round < LATENCY_ROUNDS; round++) {
+      for (const size of SIZES) {
+        for (let i = 0; i < targets.length; i++) {
+          const t = targets[(i + round) % targets.length]!;
+          const lat = await fixedRate(prepared.get(key(t, size))!.sendOne);
+          const list = rounds.get(key(t, size)) ?? [];
+          list.push(lat);
+          rounds.set(key(t, size), list);
+          progress(`round ${round + 1}/${LATENCY_ROUNDS} ${t.system} ${t.mode} ${size} B: p50 ${lat.p50Ms} p99 ${lat.p99Ms} p99.9 ${lat.p999Ms} ms`);
+        }
+      }
+    }
+    const rows: Row[] = [];
+    for (const t of targets) {
+      for (const size of SIZES) {
+        const tp = throughput.get(key(t, size))!;
+        const lats = rounds.get(key(t, size))!;
+        rows.push({
+          system: t.system,
+          mode: t.mode,
+          messageBytes: size,
+          produceMsgsPerSec: Math.round(tp.produce),
+          consumeMsgsPerSec: Math.round(tp.consume),
+          latency: {
+            ratePerSec: LATENCY_RATE,
+            p50Ms: median(lats.map((l) => l.p50Ms)),
+            p99Ms: median(lats.map((l) => l.p99Ms)),
+            p999Ms: median(lats.map((l) => l.p999Ms)),
+            maxMs: median(lats.map((l) => l.maxMs)),
+          },
+          latencyRounds: lats,
+        });
+      }
+    }
+    const find = (system: string, mode: string, size: number) => rows.find((r) => r.system === system && r.mode === mode && r.messageBytes === size)!;
+    const checks = {
+      produce100BRatio: find('edgeq', 'interval', 100).produceMsgsPerSec / find('nats', 'jetstream-file', 100).produceMsgsPerSec,
+      produce100BTarget: 5,
+      p99NoWorse: SIZES.map((s) => ({
+        messageBytes: s,
+        edgeqP99Ms: find('edgeq', 'interval', s).latency.p99Ms,
+        natsP99Ms: find('nats', 'jetstream-file', s).latency.p99Ms,
+        met: find('edgeq', 'interval', s).latency.p99Ms <= find('nats', 'jetstream-file', s).latency.p99Ms,
+      })),
+    };
+    const result = {
+      date: new Date().toISOString(),
+      machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', node: process.version },
+      settings: {
+        window: WINDOW,
+        produceMessages: PRODUCE_MSGS,
+        latencyRatePerSec: LATENCY_RATE,
+        latencySeconds: LATENCY_SECONDS,
+        warmupSeconds: WARMUP_SECONDS,
+        latencyRounds: LATENCY_ROUNDS,
+        edgeqLingerMsThroughput: 5,
+        edgeqLingerMsLatency: 0,
+      },
+      rows,
+      targets: checks,
+      durationSec: Math.round((performance.now() - started) / 1000),
+    };
+    await mkdir(new URL('./results/', import.meta.url), { recursive: true });
+    await writeFile(new URL('./results/broker-vs-nats.json', import.meta.url), `${JSON.stringify(result, null, 2)}\n`);
+    console.log(table(rows));
+    console.log(`\nedgeq/JetStream produce, 100 B: ${checks.produce100BRatio.toFixed(1)}x (target ${checks.produce100BTarget}x)`);
+    for (const p of checks.p99NoWorse) console.log(`p99 at ${LATENCY_RATE}/s, ${p.messageBytes} B: edgeq ${p.edgeqP99Ms} ms vs JetStream ${p.natsP99Ms} ms -> ${p.met ? 'met' : 'NOT met'}`);
+    console.log(`took ${result.durationSec} s; wrote bench/results/broker-vs-nats.json`);
+  } finally {
+    for (const t of targets) await t.close().catch(() => undefined);
+    await broker.kill('SIGTERM');
+    nats.child.kill('SIGTERM');
+    await rm(root, { recursive: true, force: true });
+  }
+}
+
+await main();
+process.exit(0);
