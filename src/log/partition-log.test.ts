@@ -440,6 +440,31 @@ describe('PartitionLog', () => {
     await expectCode(log.truncateTo(-1), 'OFFSET_OUT_OF_RANGE');
   });
 
+  it('truncates to the batch boundary below an offset inside a batch', async () => {
+    const { log } = await openMem();
+    await log.append(await batch(['a', 'b', 'c']));
+    await log.append(await batch(['d', 'e']));
+    await log.truncateTo(4); // inside the second batch [3, 4]
+    expect(log.logEndOffset).toBe(3);
+    expect(await readAll(log)).toEqual(['a', 'b', 'c']);
+  });
+
+  it('resets to start empty at a new offset (a replica behind its leader\'s log start), across reopen', async () => {
+    const storage = new MemoryStorage();
+    const { log } = await openMem({ segmentBytesMax: 500, messageBytesMax: 500 }, storage);
+    for (let i = 0; i < 6; i++) await log.append(await batch([`r${i}`.padEnd(120, '~')]));
+    await log.resetTo(100);
+    expect([log.logStartOffset, log.logEndOffset]).toEqual([100, 100]);
+    await expectCode(log.read(0, 100), 'OFFSET_OUT_OF_RANGE');
+    const f = await batch(['x']);
+    f.writeBigInt64BE(100n, 0);
+    expect((await log.append(f, { assignOffsets: false })).baseOffset).toBe(100);
+    await log.close();
+    const again = await PartitionLog.open(DIR, {}, { storage, clock: new FakeClock() });
+    expect([again.logStartOffset, again.logEndOffset]).toEqual([100, 101]);
+    expect(await readAll(again)).toEqual(['x']);
+  });
+
   it('a follower append keeps its offsets and must continue the log', async () => {
     const { log } = await openMem();
     const b = await batch(['f']);

@@ -693,7 +693,8 @@ export class PartitionLog {
   }
 
   /**
-   * Removes every batch at or after `offset` (which must be a batch boundary or the log end), as
+   * Removes every batch that does not end below `offset` (so the log ends at the last batch
+   * boundary at or below it), as
    * a follower does with a divergent tail. The log end offset becomes `offset`.
    */
   truncateTo(offset: number): Promise<void> {
@@ -709,23 +710,44 @@ export class PartitionLog {
       const seg = this.active;
       const rebuilt = new Segment(this.dir, seg.baseOffset, seg.createdAtMs);
       await this.pool.with(seg.logPath, async (file) => {
+        // Keep whole batches that end below `offset`: a replica truncating to an offset inside a
+        // batch keeps less and fetches the rest again.
         const r = await scanBatches(file, { start: 0, end: seg.size, expectedOffset: seg.baseOffset }, { verifyCrc: false }, (b) => {
-          if (b.baseOffset < offset) rebuilt.noteBatch(b, this.config.indexIntervalBytes);
+          if (b.baseOffset + b.lastOffsetDelta < offset && rebuilt.nextOffset === b.baseOffset) rebuilt.noteBatch(b, this.config.indexIntervalBytes);
         });
         assert(r.stoppedBecause === null, `segment ${seg.logPath} failed its scan during truncation: ${r.stoppedBecause}`);
-        if (rebuilt.nextOffset !== offset) {
-          throw new EdgeqError('INVALID_ARGUMENT', `offset ${offset} is not a batch boundary`);
-        }
         await file.truncate(rebuilt.size);
         await file.datasync();
       });
       this.segments[this.segments.length - 1] = rebuilt;
-      this.visibleEndOffset = Math.min(this.visibleEndOffset, offset);
+      this.visibleEndOffset = Math.min(this.visibleEndOffset, rebuilt.nextOffset);
       this.synced = syncedStateOf(rebuilt);
       await this.checkpoint(false);
       this.logger.info({ offset }, 'truncated log');
     });
   }
+  /**
+   * Drops every segment and starts empty at `offset`: what a replica does when it fell so far
+   * behind that its leader no longer holds the offsets in between (below the leader's log start).
+   */
+  resetTo(offset: number): Promise<void> {
+    return this.exclusive(async () => {
+      if (!Number.isSafeInteger(offset) || offset < 0) throw new EdgeqError('INVALID_ARGUMENT', `bad reset offset ${offset}`);
+      const old = this.segments;
+      const clash = old.find((o) => o.baseOffset === offset);
+      if (clash) await this.pool.with(clash.logPath, (f) => f.truncate(0));
+      const seg = new Segment(this.dir, offset, this.clock.nowMs());
+      await this.pool.with(seg.logPath, async () => undefined, { create: true });
+      await this.storage.syncDir(this.dir);
+      this.segments = [seg];
+      for (const o of old) if (o.baseOffset !== offset) this.deleteSegmentFiles(o);
+      this.visibleEndOffset = offset;
+      this.synced = syncedStateOf(seg);
+      await this.checkpoint(false);
+      this.logger.info({ offset }, 'reset the log to start at a new offset');
+    });
+  }
+
 
   // ---------------------------------------------------------------------------------------------
   // Open and close
