@@ -1,16 +1,22 @@
 /**
  * The broker: the composition root of one broker process. It opens the topics (recovering their
- * logs), the producer-id allocator and the group coordinator, wires the API handlers and serves
- * them over TCP. Everything it needs from the outside (storage, clock, logger) is injected, with
- * the real ones as defaults.
+ * logs), the producer-id source and the group coordinator, wires the API handlers and serves
+ * them over TCP. Alone it leads every partition it holds; with a `cell` controller it joins a
+ * regional cell: the controller (region/cell) says which replicas it leads or follows, followers
+ * fetch from their leaders, and leaders move the high watermark with the in-sync replicas.
+ * Storage, clock and logger are injected, with the real ones as defaults.
  */
 import { createServer, type Server, type Socket } from 'node:net';
 import { EdgeqError, silentLogger, systemClock, type Clock, type Logger, type TimerHandle } from '../core/index.ts';
 import { GroupCoordinator, OffsetStore, type CoordinatorConfig } from '../group/index.ts';
 import { FilePool, FsStorage, type LogConfig, type Storage } from '../log/index.ts';
-import { createHandlers } from './handlers.ts';
+import type { BrokerInfo } from '../protocol/index.ts';
+import type { CellController, ProducerIdSource } from './controller.ts';
 import { FETCH_LIMITS_DEFAULT, type FetchLimits } from './fetch-handler.ts';
+import { createHandlers } from './handlers.ts';
+import type { Partition } from './partition.ts';
 import { ProducerIds } from './producer-ids.ts';
+import { ReplicaFetchers, type ReplicaFetchLimits } from './replica-fetcher.ts';
 import { RequestRouter } from './request-router.ts';
 import { CONNECTION_LIMITS_DEFAULT, ServerConnection, type ConnectionLimits } from './server-connection.ts';
 import { TopicManager, type TopicLimits } from './topic-manager.ts';
@@ -32,10 +38,15 @@ export interface BrokerOptions {
   /** How often producer state is snapshotted, bounding the log scanned at restart. */
   producerSnapshotIntervalMs?: number;
   produceTimeoutMsMax?: number;
+  /** A follower not caught up for this long leaves the ISR. */
+  replicaLagTimeMaxMs?: number;
   connection?: Partial<ConnectionLimits>;
   fetch?: Partial<FetchLimits>;
+  replicaFetch?: Partial<ReplicaFetchLimits>;
   topics?: Partial<TopicLimits>;
   group?: Partial<CoordinatorConfig>;
+  /** Joins a cell through this controller; absent: a lone broker. */
+  cell?: CellController;
   storage?: Storage;
   clock?: Clock;
   logger?: Logger;
@@ -44,31 +55,55 @@ export interface BrokerOptions {
 /** A running broker. */
 export class Broker {
   private snapshotTimer: TimerHandle | null = null;
+  private lagTimer: TimerHandle | null = null;
   private closing: Promise<void> | null = null;
+  private readonly connections = new Set<ServerConnection>();
+  private server: Server | null = null;
+  private groupsNow: GroupCoordinator | null = null;
+  /** Serialises opening and closing the coordinator as leadership of the offsets topic moves. */
+  private groupChain: Promise<unknown> = Promise.resolve();
+  readonly fetchers: ReplicaFetchers | null;
+  host: string;
+  port = 0;
 
   private constructor(
     readonly brokerId: number,
-    readonly host: string,
-    readonly port: number,
     readonly topics: TopicManager,
-    readonly groups: GroupCoordinator,
-    private readonly server: Server,
-    private readonly connections: Set<ServerConnection>,
+    readonly cell: CellController | null,
+    private readonly producerIds: ProducerIdSource,
+    private readonly options: BrokerOptions,
+    private readonly clock: Clock,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.host = options.host ?? '127.0.0.1';
+    this.fetchers = cell
+      ? new ReplicaFetchers({
+          brokerId,
+          addressOf: (id) => cell.brokers().find((b) => b.id === id),
+          ...(options.replicaFetch ? { limits: options.replicaFetch } : {}),
+          clock,
+          logger,
+        })
+      : null;
+  }
+
+  /** The group coordinator while this broker hosts it. */
+  get groups(): GroupCoordinator | null {
+    return this.groupsNow;
+  }
 
   /** Opens the data folder (recovering it) and starts serving. */
   static async start(options: BrokerOptions): Promise<Broker> {
     const storage = options.storage ?? new FsStorage();
     const clock = options.clock ?? systemClock;
     const brokerId = options.brokerId ?? 1;
-    const host = options.host ?? '127.0.0.1';
     const logger = (options.logger ?? silentLogger).child({ broker: brokerId });
     const started = clock.monotonicMs();
+    const cell = options.cell ?? null;
 
     await storage.mkdir(options.dataDir);
     const filePool = new FilePool(storage, options.openFilesMax ?? 1024);
-    const producerIds = await ProducerIds.open(storage, options.dataDir);
+    const producerIds = cell ?? (await ProducerIds.open(storage, options.dataDir));
     const topics = await TopicManager.open({
       storage,
       dataDir: options.dataDir,
@@ -77,69 +112,141 @@ export class Broker {
       logDefaults: options.logDefaults ?? {},
       brokerCount: 1,
       retentionCheckIntervalMs: options.retentionCheckIntervalMs ?? 60_000,
+      brokerId,
+      bumpEpochsOnOpen: cell === null,
       clock,
       logger,
       ...(options.topics ? { limits: options.topics } : {}),
     });
-    let groups: GroupCoordinator | null = null;
+    const broker = new Broker(brokerId, topics, cell, producerIds, options, clock, logger);
     try {
-      if (!topics.get(CONSUMER_OFFSETS_TOPIC)) {
-        // Offsets are acknowledged to consumers, so they are synced like any acks=all write. There
-        // is no compaction yet, so time retention would delete live offsets: it is off.
-        await topics.create({ name: CONSUMER_OFFSETS_TOPIC, partitions: 1, config: { 'flush.policy': 'sync', 'retention.ms': '-1' } }, { internal: true });
+      await broker.listen();
+      if (cell) {
+        // The cell decides topics and roles; the listener is up first so followers can fetch.
+        await cell.start({
+          brokerId,
+          host: broker.host,
+          port: broker.port,
+          region: options.region ?? 'local',
+          topics,
+          onRoleChange: (p) => broker.onRoleChange(p),
+        });
+      } else {
+        if (!topics.get(CONSUMER_OFFSETS_TOPIC)) {
+          // Offsets are acknowledged to consumers, so they are synced like any acks=all write. There
+          // is no compaction yet, so time retention would delete live offsets: it is off.
+          await topics.create({ name: CONSUMER_OFFSETS_TOPIC, partitions: 1, config: { 'flush.policy': 'sync', 'retention.ms': '-1' } }, { internal: true });
+        }
+        await broker.openGroups(topics.partition(CONSUMER_OFFSETS_TOPIC, 0));
       }
-      const offsetsLog = topics.partition(CONSUMER_OFFSETS_TOPIC, 0).log;
-      const offsetStore = await OffsetStore.load(offsetsLog);
-      groups = new GroupCoordinator(
-        {
-          offsets: offsetStore,
-          clock,
-          logger,
-          validatePartition: (topic: string, partition: number) => topics.get(topic)?.partitions[partition] !== undefined,
-        },
-        options.group ?? {},
-      );
     } catch (err) {
-      await topics.close();
+      await broker.close().catch(() => undefined);
       throw err;
     }
+    broker.scheduleSnapshots(options.producerSnapshotIntervalMs ?? 60_000);
+    if (cell) broker.scheduleLagChecks(options.replicaLagTimeMaxMs ?? 10_000);
+    logger.info(
+      { host: broker.host, port: broker.port, dataDir: options.dataDir, cell: cell?.cellId ?? null, topics: topics.list().length, startMs: Math.round(clock.monotonicMs() - started) },
+      'broker started',
+    );
+    return broker;
+  }
 
-    const self = { id: brokerId, host, port: 0, region: options.region ?? 'local' };
+  private async listen(): Promise<void> {
+    const o = this.options;
+    const self: BrokerInfo = { id: this.brokerId, host: this.host, port: 0, region: o.region ?? 'local' };
     const handlers = createHandlers({
       self,
-      clusterId: options.clusterId ?? 'edgeq-local',
-      topics,
-      groups,
-      producerIds,
-      clock,
-      fetchLimits: { ...FETCH_LIMITS_DEFAULT, ...options.fetch },
-      produceLimits: { produceTimeoutMsMax: options.produceTimeoutMsMax ?? 30_000 },
+      clusterId: this.cell?.cellId ?? o.clusterId ?? 'edgeq-local',
+      topics: this.topics,
+      groups: () => this.groupsNow,
+      coordinator: () => this.coordinatorInfo(self),
+      producerIds: this.producerIds,
+      cell: this.cell,
+      pid: process.pid,
+      clock: this.clock,
+      fetchLimits: { ...FETCH_LIMITS_DEFAULT, ...o.fetch },
+      produceLimits: { produceTimeoutMsMax: o.produceTimeoutMsMax ?? 30_000 },
     });
-    const router = new RequestRouter(handlers, logger);
-    const limits = { ...CONNECTION_LIMITS_DEFAULT, ...options.connection };
-    const connections = new Set<ServerConnection>();
+    const router = new RequestRouter(handlers, this.logger);
+    const limits = { ...CONNECTION_LIMITS_DEFAULT, ...o.connection };
     const server = createServer((socket: Socket) => {
-      const c = new ServerConnection(socket, router, limits, logger);
-      connections.add(c);
-      void c.closed.then(() => connections.delete(c));
+      const c = new ServerConnection(socket, router, limits, this.logger);
+      this.connections.add(c);
+      void c.closed.then(() => this.connections.delete(c));
     });
-    const port = await new Promise<number>((resolve, reject) => {
+    this.server = server;
+    this.port = await new Promise<number>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(options.port ?? 0, host, () => {
+      server.listen(o.port ?? 0, this.host, () => {
         server.off('error', reject);
         const addr = server.address();
         resolve(typeof addr === 'object' && addr ? addr.port : 0);
       });
-    }).catch(async (err: unknown) => {
-      await groups?.close();
-      await topics.close();
-      throw new EdgeqError('BROKER_NOT_AVAILABLE', `cannot listen on ${host}:${options.port ?? 0}: ${(err as Error).message}`, { cause: err });
+    }).catch((err: unknown) => {
+      throw new EdgeqError('BROKER_NOT_AVAILABLE', `cannot listen on ${this.host}:${o.port ?? 0}: ${(err as Error).message}`, { cause: err });
     });
-    self.port = port;
-    const broker = new Broker(brokerId, host, port, topics, groups, server, connections, logger);
-    broker.scheduleSnapshots(clock, options.producerSnapshotIntervalMs ?? 60_000);
-    logger.info({ host, port, dataDir: options.dataDir, topics: topics.list().length, startMs: Math.round(clock.monotonicMs() - started) }, 'broker started');
-    return broker;
+    self.port = this.port;
+  }
+
+  private coordinatorInfo(self: BrokerInfo): BrokerInfo | null {
+    if (!this.cell) return self;
+    const st = this.cell.partitionState(CONSUMER_OFFSETS_TOPIC, 0);
+    if (!st || st.leader < 0) return null;
+    return this.cell.brokers().find((b) => b.id === st.leader) ?? null;
+  }
+
+  /** A replica's role changed: fetch as a follower, host the coordinator as its leader. */
+  private onRoleChange(p: Partition): void {
+    if (p.role === 'follower') this.fetchers?.follow(p);
+    else this.fetchers?.unfollow(p);
+    if (p.topic === CONSUMER_OFFSETS_TOPIC && p.index === 0) {
+      if (p.role === 'leader') void this.openGroups(p);
+      else void this.closeGroups();
+    }
+  }
+
+  private openGroups(p: Partition): Promise<void> {
+    const run = this.groupChain.then(async () => {
+      if (this.groupsNow || this.closing) return;
+      // Commits go through the partition, so in a cell they answer only once the ISR holds them.
+      const log = {
+        get logStartOffset() {
+          return p.logStartOffset;
+        },
+        get logEndOffset() {
+          return p.logEndOffset;
+        },
+        read: (offset: number, maxBytes: number) => p.log.read(offset, maxBytes),
+        append: (batch: Buffer) => p.produce(batch, { acks: 'all' }),
+      };
+      const offsets = await OffsetStore.load(log as never, { clock: this.clock, logger: this.logger });
+      this.groupsNow = new GroupCoordinator(
+        {
+          offsets,
+          clock: this.clock,
+          logger: this.logger,
+          validatePartition: (topic: string, partition: number) => {
+            const t = this.topics.get(topic);
+            return t !== undefined && partition >= 0 && partition < t.partitions.length;
+          },
+        },
+        this.options.group ?? {},
+      );
+      this.logger.info('group coordinator started');
+    });
+    this.groupChain = run.catch((err: unknown) => this.logger.error({ err }, 'could not start the group coordinator'));
+    return run;
+  }
+
+  private closeGroups(): Promise<void> {
+    const run = this.groupChain.then(async () => {
+      const g = this.groupsNow;
+      this.groupsNow = null;
+      await g?.close();
+    });
+    this.groupChain = run.catch(() => undefined);
+    return run;
   }
 
   /** Address clients connect to. */
@@ -157,26 +264,41 @@ export class Broker {
     return [...this.connections].map((c) => c.inflight);
   }
 
-  /** Stops accepting, closes connections, stops the coordinator and flushes every log. */
+  /** Stops accepting, closes connections, leaves the cell, stops the coordinator, flushes every log. */
   close(): Promise<void> {
     this.closing ??= (async () => {
       this.snapshotTimer?.cancel();
-      const serverClosed = new Promise<void>((r) => this.server.close(() => r()));
+      this.lagTimer?.cancel();
+      const server = this.server;
+      const serverClosed = server ? new Promise<void>((r) => server.close(() => r())) : Promise.resolve();
       for (const c of this.connections) c.destroy();
       await serverClosed;
-      await this.groups.close();
+      await this.fetchers?.close();
+      await this.cell?.close();
+      await this.closeGroups();
+      await this.groupChain.catch(() => undefined);
       await this.topics.close();
       this.logger.info('broker stopped');
     })();
     return this.closing;
   }
 
-  private scheduleSnapshots(clock: Clock, intervalMs: number): void {
+  private scheduleSnapshots(intervalMs: number): void {
     const tick = () => {
       void this.topics.snapshotProducers().finally(() => {
-        if (!this.closing) this.snapshotTimer = clock.setTimeout(tick, intervalMs);
+        if (!this.closing) this.snapshotTimer = this.clock.setTimeout(tick, intervalMs);
       });
     };
-    this.snapshotTimer = clock.setTimeout(tick, intervalMs);
+    this.snapshotTimer = this.clock.setTimeout(tick, intervalMs);
+  }
+
+  private scheduleLagChecks(lagMsMax: number): void {
+    // Checked a few times per window, so a follower leaves the ISR at most ~1.25 windows late.
+    const every = Math.max(50, Math.floor(lagMsMax / 4));
+    const tick = () => {
+      for (const p of this.topics.localPartitions()) p.checkIsrLag(lagMsMax);
+      if (!this.closing) this.lagTimer = this.clock.setTimeout(tick, every);
+    };
+    this.lagTimer = this.clock.setTimeout(tick, every);
   }
 }

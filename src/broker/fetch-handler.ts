@@ -50,13 +50,18 @@ export async function handleFetch(
   if (slots.length > deps.limits.fetchPartitionsMax) {
     throw new EdgeqError('INVALID_REQUEST', `fetch names ${slots.length} partitions, the limit is ${deps.limits.fetchPartitionsMax}`);
   }
+  const replicaId = req.replicaId ?? -1;
   const maxWaitMs = Math.min(Math.max(0, req.maxWaitMs ?? 0), deps.limits.fetchWaitMsMax);
   const minBytes = Math.max(0, req.minBytes ?? 0);
   const maxBytes = Math.min(req.maxBytes || deps.limits.fetchBytesMax, deps.limits.fetchBytesMax);
   const deadline = clock.monotonicMs() + maxWaitMs;
 
+  // A follower's fetch offset is its log end: the leader learns from it how far the follower got.
+  if (replicaId >= 0) {
+    for (const s of slots) if (s.partition?.role === 'leader') s.partition.recordFollowerFetch(replicaId, s.offset);
+  }
   for (;;) {
-    const results = await readAll(slots, maxBytes);
+    const results = await readAll(slots, maxBytes, replicaId >= 0);
     const bytes = results.reduce((n, r) => n + r.records.length, 0);
     const anyError = results.some((r) => r.error);
     const remaining = deadline - clock.monotonicMs();
@@ -64,11 +69,11 @@ export async function handleFetch(
       return { topics: group(slots, results) };
     }
     const woke = await waitForAppend(slots, remaining, clock, deps.closed);
-    if (!woke) return { topics: group(slots, await readAll(slots, maxBytes)) };
+    if (!woke) return { topics: group(slots, await readAll(slots, maxBytes, replicaId >= 0)) };
   }
 }
 
-async function readAll(slots: Slot[], maxBytesTotal: number): Promise<FetchPartitionResult[]> {
+async function readAll(slots: Slot[], maxBytesTotal: number, replica: boolean): Promise<FetchPartitionResult[]> {
   let budget = maxBytesTotal;
   const out: FetchPartitionResult[] = [];
   for (const s of slots) {
@@ -96,7 +101,7 @@ async function readAll(slots: Slot[], maxBytesTotal: number): Promise<FetchParti
       }
       // Once the budget is spent, later partitions answer empty (but still with their marks).
       if (budget > 0 || out.every((o) => o.records.length === 0)) {
-        const read = await p.read(s.offset, Math.max(1, Math.min(s.maxBytes, budget)), s.epoch);
+        const read = await p.read(s.offset, Math.max(1, Math.min(s.maxBytes, budget)), { leaderEpoch: s.epoch, replica });
         r.records = read.bytes;
         budget -= read.bytes.length;
       }
@@ -131,7 +136,7 @@ function waitForAppend(slots: Slot[], ms: number, clock: Clock, closed?: Promise
       resolve(v);
     };
     const timer = clock.setTimeout(() => finish(false), ms);
-    for (const s of slots) if (s.partition) offs.push(s.partition.log.onAppend(() => finish(true)));
+    for (const s of slots) if (s.partition) offs.push(s.partition.onChange(() => finish(true)));
     void closed?.then(() => finish(false));
   });
 }

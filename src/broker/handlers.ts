@@ -18,7 +18,7 @@ import {
 import { EdgeqError } from '../core/index.ts';
 import { handleFetch, type FetchLimits } from './fetch-handler.ts';
 import { handleProduce, type ProduceLimits } from './produce-handler.ts';
-import type { ProducerIds } from './producer-ids.ts';
+import type { CellController, ProducerIdSource } from './controller.ts';
 import type { Handlers } from './request-router.ts';
 import type { TopicManager, TopicView } from './topic-manager.ts';
 import { isInternalTopic } from './topic-name.ts';
@@ -29,8 +29,14 @@ export interface HandlerDeps {
   self: BrokerInfo;
   clusterId: string;
   topics: TopicManager;
-  groups: GroupCoordinator;
-  producerIds: ProducerIds;
+  /** The group coordinator while this broker hosts it (the leader of `__consumer_offsets`). */
+  groups: () => GroupCoordinator | null;
+  /** The broker that coordinates groups now, if known. */
+  coordinator: () => BrokerInfo | null;
+  producerIds: ProducerIdSource;
+  /** The cell, when this broker is part of one. */
+  cell: CellController | null;
+  pid: number;
   clock: Clock;
   fetchLimits: FetchLimits;
   produceLimits: ProduceLimits;
@@ -42,14 +48,18 @@ export function createHandlers(d: HandlerDeps): Handlers {
   const topicMetadata = (view: TopicView): TopicMetadata => ({
     name: view.record.name,
     internal: view.record.internal,
-    partitions: view.partitions.map((p) => ({
-      partition: p.index,
-      leaderId: d.self.id,
-      leaderEpoch: p.leaderEpoch,
-      replicas: [d.self.id],
-      isr: [d.self.id],
-    })),
+    partitions: view.partitions.map((p, index) => {
+      const st = d.cell?.partitionState(view.record.name, index);
+      if (st) return { partition: index, leaderId: st.leader, leaderEpoch: st.leaderEpoch, replicas: st.replicas, isr: st.isr };
+      return { partition: index, leaderId: d.self.id, leaderEpoch: p?.leaderEpoch ?? 0, replicas: [d.self.id], isr: [d.self.id] };
+    }),
   });
+  const groupsOrError = (): GroupCoordinator => {
+    const g = d.groups();
+    if (!g) throw new EdgeqError('COORDINATOR_NOT_AVAILABLE', `broker ${d.self.id} does not coordinate groups now; ask FindCoordinator again`);
+    return g;
+  };
+  const wireFail = <T extends object>(make: (e: ReturnType<typeof wireError>) => T) => (err: unknown): T => make(wireError(err));
 
   return {
     ApiVersions: async (req, ctx) => {
@@ -81,7 +91,7 @@ export function createHandlers(d: HandlerDeps): Handlers {
           return topicMetadata(view);
         });
       }
-      return { brokers: [d.self], controllerId: d.self.id, topics, clusterId: d.clusterId };
+      return { brokers: d.cell ? d.cell.brokers() : [d.self], controllerId: d.self.id, topics, clusterId: d.clusterId };
     },
 
     Produce: async (req) => {
@@ -127,7 +137,8 @@ export function createHandlers(d: HandlerDeps): Handlers {
       topics: await sequential(req.topics, async (t) => {
         try {
           const input = { name: t.name, partitions: t.partitions, replicationFactor: t.replicationFactor || 1, config: { ...(t.config ?? {}) } };
-          if (req.validateOnly) d.topics.validateCreate(input);
+          if (d.cell) await d.cell.createTopic(input, { validateOnly: req.validateOnly === true });
+          else if (req.validateOnly) d.topics.validateCreate(input);
           else await d.topics.create(input);
           return { name: t.name };
         } catch (err) {
@@ -139,7 +150,8 @@ export function createHandlers(d: HandlerDeps): Handlers {
     DeleteTopics: async (req) => ({
       topics: await sequential(req.names, async (name) => {
         try {
-          await d.topics.delete(name);
+          if (d.cell) await d.cell.deleteTopic(name);
+          else await d.topics.delete(name);
           return { name };
         } catch (err) {
           return { name, error: wireError(err) };
@@ -178,15 +190,69 @@ export function createHandlers(d: HandlerDeps): Handlers {
       }
     },
 
-    FindCoordinator: async () => ({ coordinator: d.self }),
-    JoinGroup: async (req, ctx) => d.groups.joinGroup(req, { clientId: ctx.clientId, host: ctx.host }),
-    SyncGroup: async (req) => d.groups.syncGroup(req),
-    Heartbeat: async (req) => d.groups.heartbeat(req),
-    LeaveGroup: async (req) => d.groups.leaveGroup(req),
-    OffsetCommit: async (req) => d.groups.commitOffsets(req),
-    OffsetFetch: async (req) => d.groups.fetchOffsets(req),
-    ListGroups: async () => d.groups.listGroups(),
-    DescribeGroups: async (req) => d.groups.describeGroups(req),
+    FindCoordinator: async () => {
+      const c = d.coordinator();
+      if (!c) return { coordinator: null, error: wireError(new EdgeqError('COORDINATOR_NOT_AVAILABLE', 'no broker leads __consumer_offsets yet')) };
+      return { coordinator: c };
+    },
+    JoinGroup: async (req, ctx) => {
+      try {
+        return await groupsOrError().joinGroup(req, { clientId: ctx.clientId, host: ctx.host });
+      } catch (err) {
+        return wireFail((error) => ({ error, generationId: -1, protocolName: '', leaderId: '', memberId: req.memberId ?? '', members: [] }))(err);
+      }
+    },
+    SyncGroup: async (req) => groupsOrError().syncGroup(req).catch(wireFail((error) => ({ error, assignment: Buffer.alloc(0) }))),
+    Heartbeat: async (req) => (d.groups() ? groupsOrError().heartbeat(req) : { error: wireError(new EdgeqError('COORDINATOR_NOT_AVAILABLE', 'not the coordinator')) }),
+    LeaveGroup: async (req) => (d.groups() ? groupsOrError().leaveGroup(req) : { error: wireError(new EdgeqError('COORDINATOR_NOT_AVAILABLE', 'not the coordinator')) }),
+    OffsetCommit: async (req) => (d.groups() ? groupsOrError().commitOffsets(req) : { error: wireError(new EdgeqError('COORDINATOR_NOT_AVAILABLE', 'not the coordinator')), topics: [] }),
+    OffsetFetch: async (req) => (d.groups() ? groupsOrError().fetchOffsets(req) : { error: wireError(new EdgeqError('COORDINATOR_NOT_AVAILABLE', 'not the coordinator')), topics: [] }),
+    ListGroups: async () => (d.groups() ? groupsOrError().listGroups() : { error: wireError(new EdgeqError('COORDINATOR_NOT_AVAILABLE', 'not the coordinator')), groups: [] }),
+    DescribeGroups: async (req) => {
+      const g = d.groups();
+      if (g) return g.describeGroups(req);
+      const error = wireError(new EdgeqError('COORDINATOR_NOT_AVAILABLE', 'not the coordinator'));
+      return { groups: req.groupIds.map((groupId) => ({ groupId, error, state: '', protocolType: '', protocolName: '', generationId: -1, members: [], leaderId: '' })) };
+    },
+
+    OffsetForLeaderEpoch: async (req) => ({
+      topics: req.topics.map((t) => ({
+        name: t.name,
+        partitions: t.partitions.map((op) => {
+          try {
+            const p = d.topics.partition(t.name, op.partition);
+            p.checkEpoch(op.currentLeaderEpoch);
+            if (p.role !== 'leader') throw new EdgeqError('NOT_LEADER', `broker ${d.self.id} does not lead ${t.name}-${op.partition}`);
+            const r = p.epochs.endOffsetFor(op.leaderEpoch, p.logEndOffset);
+            return { partition: op.partition, leaderEpoch: r.epoch, endOffset: r.endOffset };
+          } catch (err) {
+            return { partition: op.partition, leaderEpoch: -1, endOffset: -1, error: wireError(err) };
+          }
+        }),
+      })),
+    }),
+
+    CellStatus: async () => {
+      const replicas = d.topics.localPartitions().map((p) => {
+        const st = d.cell?.partitionState(p.topic, p.index);
+        return {
+          topic: p.topic,
+          partition: p.index,
+          leaderId: st?.leader ?? p.leaderId,
+          leaderEpoch: st?.leaderEpoch ?? p.leaderEpoch,
+          isr: st?.isr ?? p.isr,
+          replicas: st?.replicas ?? p.replicas,
+          role: p.role,
+          highWatermark: p.highWatermark,
+          logEndOffset: p.logEndOffset,
+          logStartOffset: p.logStartOffset,
+        };
+      });
+      const brokers = d.cell
+        ? d.cell.brokerStatus()
+        : [{ id: d.self.id, pid: d.pid, host: d.self.host, port: d.self.port, region: d.self.region, alive: true }];
+      return { cellId: d.cell?.cellId ?? d.clusterId, brokerId: d.self.id, brokers, replicas, leaseValid: d.cell ? d.cell.canLead() : true };
+    },
   };
 }
 

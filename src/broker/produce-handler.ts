@@ -15,13 +15,12 @@ export interface ProduceLimits {
 /** Handles one Produce request. */
 export async function handleProduce(
   req: ProduceRequest,
-  deps: { topics: TopicManager; limits: ProduceLimits; clock?: Clock; replicaCount?: number },
+  deps: { topics: TopicManager; limits: ProduceLimits; clock?: Clock },
 ): Promise<ProduceResponse> {
   const acks = req.acks ?? Acks.UNSPECIFIED;
   if (acks < Acks.UNSPECIFIED || acks > Acks.ALL) throw new EdgeqError('INVALID_REQUEST', `unknown acks value ${String(acks)}`);
   const clock = deps.clock ?? systemClock;
   const timeoutMs = Math.min(req.timeoutMs || deps.limits.produceTimeoutMsMax, deps.limits.produceTimeoutMsMax);
-  const replicas = deps.replicaCount ?? 1;
   const topics = await Promise.all(
     req.topics.map(async (t) => ({
       name: t.name,
@@ -31,14 +30,14 @@ export async function handleProduce(
           try {
             const p = deps.topics.partition(t.name, pp.partition);
             base.leaderEpoch = p.leaderEpoch;
-            if ((acks === Acks.ALL || acks === Acks.UNSPECIFIED) && replicas < p.settings.minInsyncReplicas) {
-              throw new EdgeqError(
-                'NOT_ENOUGH_REPLICAS',
-                `${t.name}-${pp.partition} has ${replicas} in-sync replicas, min.insync.replicas is ${p.settings.minInsyncReplicas}`,
-                { details: { topic: t.name, partition: pp.partition } },
-              );
-            }
-            const r = await withTimeout(p.produce(pp.records, { leaderEpoch: pp.leaderEpoch ?? null }), timeoutMs, clock, t.name, pp.partition);
+            const all = acks === Acks.ALL || acks === Acks.UNSPECIFIED;
+            const r = await withTimeout(
+              p.produce(pp.records, { leaderEpoch: pp.leaderEpoch ?? null, acks: all ? 'all' : 'leader', timeoutMs }),
+              timeoutMs,
+              clock,
+              t.name,
+              pp.partition,
+            );
             return { ...base, baseOffset: r.baseOffset, logAppendTimeMs: r.appendTimeMs, logStartOffset: p.logStartOffset, duplicate: r.duplicate === true };
           } catch (err) {
             return { ...base, error: wireError(err) };

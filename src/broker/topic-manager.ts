@@ -5,9 +5,10 @@
  */
 import { EdgeqError, silentLogger, systemClock, type Clock, type Logger } from '../core/index.ts';
 import { PartitionLog, type FilePool, type LogConfig, type LogObserver, type Storage } from '../log/index.ts';
+import { LeaderEpochCache } from './leader-epoch-cache.ts';
 import { Partition } from './partition.ts';
 import { ProducerState } from './producer-state.ts';
-import type { ProducerIds } from './producer-ids.ts';
+import type { ProducerIdSource } from './controller.ts';
 import { describeTopicConfig, parseTopicConfig, type TopicSettings } from './topic-config.ts';
 import { TopicStore, type TopicRecord } from './topic-store.ts';
 import { isInternalTopic, validateTopicName, validateUserTopicName } from './topic-name.ts';
@@ -22,11 +23,12 @@ export interface TopicLimits {
 
 export const TOPIC_LIMITS_DEFAULT: TopicLimits = { topicsMax: 1000, partitionsPerTopicMax: 1024, partitionsMax: 10_000 };
 
-/** A topic as described to clients. */
+/** A topic as this broker knows it: every partition, with the local replica where one is here. */
 export interface TopicView {
   record: TopicRecord;
   settings: TopicSettings;
-  partitions: Partition[];
+  /** Indexed by partition; undefined where this broker holds no replica (a cell). */
+  partitions: (Partition | undefined)[];
 }
 
 /** What the manager needs. */
@@ -34,11 +36,17 @@ export interface TopicManagerDeps {
   storage: Storage;
   dataDir: string;
   filePool: FilePool;
-  producerIds: ProducerIds;
+  producerIds: ProducerIdSource;
   logDefaults: Partial<LogConfig>;
   brokerCount: number;
   /** How often each log checks its retention limits. */
   retentionCheckIntervalMs: number;
+  brokerId: number;
+  /**
+   * A lone broker starts a new leader term for its partitions at every start; in a cell the
+   * arbiter hands out epochs, so they are left alone.
+   */
+  bumpEpochsOnOpen?: boolean;
   limits?: Partial<TopicLimits>;
   clock?: Clock;
   logger?: Logger;
@@ -80,14 +88,62 @@ export class TopicManager {
     }
     // A broker that restarts is a new leader term for every partition it leads: bump the epochs
     // so requests aimed at the previous term are recognised.
-    await store.setLeaderEpochs((t) => t.leaderEpoch + 1);
+    if (deps.bumpEpochsOnOpen !== false) await store.setLeaderEpochs((t) => t.leaderEpoch + 1);
     for (const rec of store.list()) {
       const settings = parseTopicConfig(rec.config, deps.logDefaults);
-      const partitions: Partition[] = [];
-      for (let p = 0; p < rec.partitions; p++) partitions.push(await m.openPartition(rec, p, settings));
+      const partitions: (Partition | undefined)[] = [];
+      for (let p = 0; p < rec.partitions; p++) partitions.push(m.hostsReplica(rec, p) ? await m.openPartition(rec, p, settings) : undefined);
       m.topics.set(rec.name, { record: rec, settings, partitions });
     }
     return m;
+  }
+
+  /** True when this broker holds a replica of partition `p` of `rec`. */
+  hostsReplica(rec: TopicRecord, p: number): boolean {
+    return !rec.assignments || (rec.assignments[p] ?? []).includes(this.deps.brokerId);
+  }
+
+  /** Every local replica. */
+  localPartitions(): Partition[] {
+    return [...this.topics.values()].flatMap((t) => t.partitions.filter((p): p is Partition => p !== undefined));
+  }
+
+  /**
+   * Makes the local state match a topic record from the cell: opens the replicas assigned here
+   * (a topic re-created under the same name replaces the old one's files).
+   */
+  applyTopic(rec: TopicRecord): Promise<TopicView> {
+    return this.serial(async () => {
+      const known = this.topics.get(rec.name);
+      if (known && known.record.id !== rec.id) await this.dropLocal(known);
+      const current = this.topics.get(rec.name);
+      if (current) return current;
+      const settings = parseTopicConfig(rec.config, this.deps.logDefaults);
+      await this.store.put(rec);
+      const partitions: (Partition | undefined)[] = [];
+      for (let p = 0; p < rec.partitions; p++) partitions.push(this.hostsReplica(rec, p) ? await this.openPartition(rec, p, settings) : undefined);
+      const view = { record: rec, settings, partitions };
+      this.topics.set(rec.name, view);
+      this.logger.info({ topic: rec.name, id: rec.id, local: partitions.filter(Boolean).length }, 'topic applied from the cell');
+      return view;
+    });
+  }
+
+  /** Removes a topic's local replicas and entry (the cell deleted it). */
+  removeTopic(name: string): Promise<void> {
+    return this.serial(async () => {
+      const view = this.topics.get(name);
+      if (view) await this.dropLocal(view);
+    });
+  }
+
+  private async dropLocal(view: TopicView): Promise<void> {
+    await this.store.remove(view.record.name).catch(() => undefined);
+    this.topics.delete(view.record.name);
+    for (const p of view.partitions) p?.goOffline();
+    await Promise.all(view.partitions.map((p) => p?.log.abort().catch(() => undefined)));
+    await this.deps.storage.rmdir(this.store.topicDir(view.record));
+    this.logger.info({ topic: view.record.name }, 'topic removed');
   }
 
   /** Every topic; internal ones only when asked. */
@@ -99,14 +155,20 @@ export class TopicManager {
     return this.topics.get(name);
   }
 
-  /** The partition, or UNKNOWN_TOPIC_OR_PARTITION. */
+  /**
+   * The local replica, or UNKNOWN_TOPIC_OR_PARTITION; NOT_LEADER (retriable) when the partition
+   * exists but lives on other brokers of the cell.
+   */
   partition(topic: string, index: number): Partition {
     const t = this.topics.get(topic);
-    const p = t?.partitions[index];
-    if (!p) {
+    if (!t || !Number.isInteger(index) || index < 0 || index >= t.partitions.length) {
       throw new EdgeqError('UNKNOWN_TOPIC_OR_PARTITION', t ? `topic ${topic} has no partition ${index}` : `topic ${topic} does not exist`, {
         details: { topic, partition: index },
       });
+    }
+    const p = t.partitions[index];
+    if (!p) {
+      throw new EdgeqError('NOT_LEADER', `broker ${this.deps.brokerId} holds no replica of ${topic}-${index}`, { details: { topic, partition: index } });
     }
     return p;
   }
@@ -185,11 +247,7 @@ export class TopicManager {
       validateUserTopicName(name);
       const view = this.topics.get(name);
       if (!view) throw new EdgeqError('UNKNOWN_TOPIC_OR_PARTITION', `topic ${name} does not exist`, { details: { topic: name } });
-      await this.store.remove(name);
-      this.topics.delete(name);
-      await Promise.all(view.partitions.map((p) => p.log.abort().catch(() => undefined)));
-      await this.deps.storage.rmdir(this.store.topicDir(view.record));
-      this.logger.info({ topic: name }, 'topic deleted');
+      await this.dropLocal(view);
     });
   }
 
@@ -202,6 +260,7 @@ export class TopicManager {
   async snapshotProducers(): Promise<void> {
     for (const t of this.topics.values()) {
       for (const p of t.partitions) {
+        if (!p) continue;
         await p.snapshotProducers(this.deps.storage).catch((err: unknown) => this.logger.warn({ err, topic: t.record.name }, 'producer snapshot failed'));
       }
     }
@@ -212,7 +271,7 @@ export class TopicManager {
     if (this.closed) return;
     this.closed = true;
     await this.chain.catch(() => undefined);
-    const all = [...this.topics.values()].flatMap((t) => t.partitions);
+    const all = this.localPartitions();
     await Promise.all(all.map((p) => p.log.close().catch((err: unknown) => this.logger.error({ err }, 'log close failed'))));
     await Promise.all(all.map((p) => p.snapshotProducers(this.deps.storage).catch(() => undefined)));
     this.topics.clear();
@@ -231,7 +290,25 @@ export class TopicManager {
     const producers = new ProducerState({ clock: this.clock, currentEpoch: (id) => this.deps.producerIds.currentEpoch(id) });
     const scanned = await producers.rebuild(log, this.deps.storage);
     if (scanned > 0) this.logger.debug({ topic: rec.name, partition: index, scanned }, 'producer state rebuilt from the log');
-    return new Partition(rec.name, index, log, producers, rec.leaderEpoch, settings);
+    const epochs = new LeaderEpochCache(this.deps.storage, dir);
+    await epochs.rebuild(log);
+    const p = new Partition({
+      topic: rec.name,
+      index,
+      log,
+      producers,
+      epochs,
+      leaderEpoch: rec.leaderEpoch,
+      settings,
+      brokerId: this.deps.brokerId,
+      storage: this.deps.storage,
+      clock: this.clock,
+    });
+    if (rec.assignments) {
+      // In a cell the replica waits for the arbiter's word on who leads.
+      p.becomeFollower(-1, rec.leaderEpoch, [], rec.assignments[index] ?? []);
+    }
+    return p;
   }
 
   private serial<T>(fn: () => Promise<T>): Promise<T> {

@@ -27,6 +27,8 @@ export interface TopicRecord {
   leaderEpoch: number;
   createdAtMs: number;
   internal: boolean;
+  /** Replica broker ids of each partition, leader first (a cell); absent on a single broker. */
+  assignments?: number[][];
 }
 
 interface TopicsFile {
@@ -93,6 +95,19 @@ export class TopicStore {
       throw err;
     }
     return rec;
+  }
+
+  /** Adds a topic record made elsewhere (the cell's arbiter), keeping its id (durably). */
+  async put(rec: TopicRecord): Promise<void> {
+    const prev = this.topics.get(rec.name);
+    this.topics.set(rec.name, rec);
+    try {
+      await this.save();
+    } catch (err) {
+      if (prev) this.topics.set(rec.name, prev);
+      else this.topics.delete(rec.name);
+      throw err;
+    }
   }
 
   /** Removes a topic's entry (durably); its folders are the caller's to delete. */

@@ -16,5 +16,6 @@ export {
   type CommittedOffset,
   type OffsetCommitEntry,
   type OffsetStoreOptions,
+  type OffsetLog,
   type PartitionOffset,
 } from './offset-store.ts';

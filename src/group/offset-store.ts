@@ -22,6 +22,12 @@
 import { assert, EdgeqError, silentLogger, systemClock, type Clock, type Logger } from '../core/index.ts';
 import { buildBatch, decodeBatches, type LogRecord, type PartitionLog, type RecordInput } from '../log/index.ts';
 
+/**
+ * What the store needs of its log: a PartitionLog, or in a cell the leader's replica of
+ * `__consumer_offsets`, whose appends answer only once the in-sync replicas hold them.
+ */
+export type OffsetLog = Pick<PartitionLog, 'read' | 'append' | 'logStartOffset' | 'logEndOffset'>;
+
 /** Version tag in the first element of every key. */
 const KEY_VERSION = 1;
 
@@ -143,7 +149,7 @@ export class OffsetStore {
   private readonly logger: Logger;
 
   private constructor(
-    private readonly log: PartitionLog,
+    private readonly log: OffsetLog,
     options: OffsetStoreOptions,
   ) {
     this.committedOffsetsMax = options.committedOffsetsMax ?? OFFSET_STORE_DEFAULTS.committedOffsetsMax;
@@ -162,7 +168,7 @@ export class OffsetStore {
    * Builds the table by replaying `log` (already open; the store does not own or close it).
    * Throws CORRUPT_LOG when a record cannot be read.
    */
-  static async load(log: PartitionLog, options: OffsetStoreOptions = {}): Promise<OffsetStore> {
+  static async load(log: OffsetLog, options: OffsetStoreOptions = {}): Promise<OffsetStore> {
     const store = new OffsetStore(log, options);
     const readBytes = options.replayReadBytesMax ?? OFFSET_STORE_DEFAULTS.replayReadBytesMax;
     const end = log.logEndOffset;

@@ -24,6 +24,8 @@ export const ApiKey = {
   OffsetFetch: 15,
   ListGroups: 16,
   DescribeGroups: 17,
+  OffsetForLeaderEpoch: 18,
+  CellStatus: 19,
 } as const;
 
 export type ApiName = keyof typeof ApiKey;
@@ -49,6 +51,8 @@ export interface ApiTypes {
   OffsetFetch: [M.OffsetFetchRequest, M.OffsetFetchResponse];
   ListGroups: [M.ListGroupsRequest, M.ListGroupsResponse];
   DescribeGroups: [M.DescribeGroupsRequest, M.DescribeGroupsResponse];
+  OffsetForLeaderEpoch: [M.OffsetForLeaderEpochRequest, M.OffsetForLeaderEpochResponse];
+  CellStatus: [M.CellStatusRequest, M.CellStatusResponse];
 }
 
 export type RequestOf<N extends ApiName> = ApiTypes[N][0];
@@ -84,6 +88,8 @@ const VERSIONS: Record<ApiName, [number, number]> = {
   OffsetFetch: [1, 1],
   ListGroups: [1, 1],
   DescribeGroups: [1, 1],
+  OffsetForLeaderEpoch: [1, 1],
+  CellStatus: [1, 1],
 };
 
 export const API_SPECS: readonly ApiSpec[] = (Object.keys(ApiKey) as ApiName[]).map((name) => ({

@@ -371,3 +371,59 @@ export interface ConsumerAssignment {
   partitions: TopicPartitions[];
   userData?: Uint8Array;
 }
+
+export interface OffsetForLeaderEpochPartition {
+  partition: number;
+  leaderEpoch: number;
+  currentLeaderEpoch?: number | null;
+}
+export interface OffsetForLeaderEpochTopic {
+  name: string;
+  partitions: OffsetForLeaderEpochPartition[];
+}
+export interface OffsetForLeaderEpochRequest {
+  replicaId?: number;
+  topics: OffsetForLeaderEpochTopic[];
+}
+export interface EpochEndOffset {
+  partition: number;
+  error?: WireError | null;
+  leaderEpoch: number;
+  endOffset: number;
+}
+export interface OffsetForLeaderEpochTopicResult {
+  name: string;
+  partitions: EpochEndOffset[];
+}
+export interface OffsetForLeaderEpochResponse {
+  topics: OffsetForLeaderEpochTopicResult[];
+}
+
+export type CellStatusRequest = Record<string, never>;
+export interface BrokerStatus {
+  id: number;
+  pid: number;
+  host: string;
+  port: number;
+  region: string;
+  alive: boolean;
+}
+export interface ReplicaStatus {
+  topic: string;
+  partition: number;
+  leaderId: number;
+  leaderEpoch: number;
+  isr: number[];
+  replicas: number[];
+  role: 'leader' | 'follower' | 'none' | string;
+  highWatermark: number;
+  logEndOffset: number;
+  logStartOffset: number;
+}
+export interface CellStatusResponse {
+  cellId: string;
+  brokerId: number;
+  brokers: BrokerStatus[];
+  replicas: ReplicaStatus[];
+  leaseValid: boolean;
+}
