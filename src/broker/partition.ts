@@ -193,7 +193,9 @@ export class Partition {
   private checkLeader(): void {
     if (this.role !== 'leader') throw this.notLeader();
     if (!this.hooks.canLead()) {
-      throw new EdgeqError('NOT_LEADER', `broker ${this.brokerId} cannot renew its lease: it stopped taking writes for ${this.topic}-${this.index}`, {
+      // Patroni's rule: a leader that cannot renew its lease stops writing before it expires, so
+      // a successor elected after the expiry never overlaps with it.
+      throw new EdgeqError('ARBITER_UNAVAILABLE', `broker ${this.brokerId} cannot renew its arbiter lease: it stopped taking writes for ${this.topic}-${this.index}`, {
         details: { topic: this.topic, partition: this.index, reason: 'lease' },
       });
     }

@@ -12,6 +12,8 @@ export interface TopicSettings {
   compressionAllowed: CompressionName[];
   /** acks=all needs at least this many in-sync replicas. */
   minInsyncReplicas: number;
+  /** Whether a replica outside the ISR may become leader when no ISR member is alive (data loss). */
+  uncleanLeaderElection: boolean;
 }
 
 type Parser = (value: string, key: string) => unknown;
@@ -26,7 +28,7 @@ const intParser =
   };
 
 /** Dotted key → [LogConfig field or policy field, parser]. */
-const KEYS: Record<string, [keyof LogConfig | 'compressionAllowed' | 'minInsyncReplicas', Parser]> = {
+const KEYS: Record<string, [keyof LogConfig | 'compressionAllowed' | 'minInsyncReplicas' | 'uncleanLeaderElection', Parser]> = {
   'retention.ms': ['retentionMs', intParser(-1)],
   'retention.bytes': ['retentionBytes', intParser(-1)],
   'segment.bytes': ['segmentBytesMax', intParser(1024, 2 ** 32 - 1)],
@@ -51,6 +53,13 @@ const KEYS: Record<string, [keyof LogConfig | 'compressionAllowed' | 'minInsyncR
     },
   ],
   'min.insync.replicas': ['minInsyncReplicas', intParser(1, 32)],
+  'unclean.leader.election.enable': [
+    'uncleanLeaderElection',
+    (value, key) => {
+      if (value !== 'true' && value !== 'false') throw bad(key, value, 'true or false');
+      return value === 'true';
+    },
+  ],
 };
 
 export const TOPIC_CONFIG_KEYS = Object.keys(KEYS);
@@ -64,7 +73,7 @@ function bad(key: string, value: string, want: string): EdgeqError {
 /** Parses a topic's overrides on top of the broker's log defaults; throws naming the bad key. */
 export function parseTopicConfig(overrides: Readonly<Record<string, string>>, defaults: Partial<LogConfig>): TopicSettings {
   const log: Partial<LogConfig> = { ...defaults };
-  const settings: Omit<TopicSettings, 'log'> = { compressionAllowed: [...COMPRESSION_NAMES], minInsyncReplicas: 1 };
+  const settings: Omit<TopicSettings, 'log'> = { compressionAllowed: [...COMPRESSION_NAMES], minInsyncReplicas: 1, uncleanLeaderElection: false };
   for (const [key, value] of Object.entries(overrides)) {
     const spec = KEYS[key];
     if (!spec) {
@@ -77,6 +86,7 @@ export function parseTopicConfig(overrides: Readonly<Record<string, string>>, de
     const parsed = parse(value, key);
     if (field === 'compressionAllowed') settings.compressionAllowed = parsed as CompressionName[];
     else if (field === 'minInsyncReplicas') settings.minInsyncReplicas = parsed as number;
+    else if (field === 'uncleanLeaderElection') settings.uncleanLeaderElection = parsed as boolean;
     else (log as Record<string, unknown>)[field] = parsed;
   }
   return { ...settings, log: resolveLogConfig(log) };
@@ -94,5 +104,6 @@ export function describeTopicConfig(s: TopicSettings): Record<string, string> {
     'flush.policy': s.log.flushPolicy,
     'compression.allowed': s.compressionAllowed.join(','),
     'min.insync.replicas': String(s.minInsyncReplicas),
+    'unclean.leader.election.enable': String(s.uncleanLeaderElection),
   };
 }

@@ -59,6 +59,8 @@ export interface TopicInfo {
 /** Error codes after which a client's metadata may be wrong. */
 const STALE_METADATA_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'NOT_LEADER',
+  // A leader cut off from its arbiter stops writing; another broker may lead by now.
+  'ARBITER_UNAVAILABLE',
   'FENCED_LEADER_EPOCH',
   'LEADER_NOT_AVAILABLE',
   'UNKNOWN_TOPIC_OR_PARTITION',

@@ -1,0 +1,53 @@
+/**
+ * Where a cell keeps its state in the arbiter, under `/edgeq/<cellId>/`:
+ *
+ *   brokers/<id>               live brokers (bound to each broker's lease)
+ *   topics/<name>              topic records with replica assignments
+ *   partitions/<name>/<p>      leader, leader epoch, ISR, replicas (changed by compare-and-set)
+ *   producer-ids               the next free producer-id block
+ *   producer-epochs/<id>       bumped producer epochs
+ */
+export class CellKeys {
+  readonly root: string;
+
+  constructor(readonly cellId: string) {
+    this.root = `/edgeq/${cellId}/`;
+  }
+
+  broker(id: number): string {
+    return `${this.root}brokers/${id}`;
+  }
+  topic(name: string): string {
+    return `${this.root}topics/${name}`;
+  }
+  partition(topic: string, p: number): string {
+    return `${this.root}partitions/${topic}/${p}`;
+  }
+  partitionsOf(topic: string): string {
+    return `${this.root}partitions/${topic}/`;
+  }
+  get producerIds(): string {
+    return `${this.root}producer-ids`;
+  }
+  producerEpoch(id: number): string {
+    return `${this.root}producer-epochs/${id}`;
+  }
+
+  /** Which kind of key `key` is, with its parts. */
+  parse(
+    key: string,
+  ):
+    | { kind: 'broker'; id: number }
+    | { kind: 'topic'; name: string }
+    | { kind: 'partition'; topic: string; partition: number }
+    | { kind: 'producer-epoch'; id: number }
+    | { kind: 'other' } {
+    if (!key.startsWith(this.root)) return { kind: 'other' };
+    const rest = key.slice(this.root.length).split('/');
+    if (rest[0] === 'brokers' && rest.length === 2) return { kind: 'broker', id: Number(rest[1]) };
+    if (rest[0] === 'topics' && rest.length === 2) return { kind: 'topic', name: rest[1]! };
+    if (rest[0] === 'partitions' && rest.length === 3) return { kind: 'partition', topic: rest[1]!, partition: Number(rest[2]) };
+    if (rest[0] === 'producer-epochs' && rest.length === 2) return { kind: 'producer-epoch', id: Number(rest[1]) };
+    return { kind: 'other' };
+  }
+}
