@@ -5,6 +5,7 @@
 import { Command, CommanderError } from 'commander';
 import { EdgeqError } from '../core/errors.ts';
 import { registerBrokerCommand } from './commands/broker.ts';
+import { registerArbiterCommand } from './commands/arbiter.ts';
 import { registerLogCommands } from './commands/log.ts';
 import { registerTopicsCommands } from './commands/topics.ts';
 import { registerProduceCommand } from './commands/produce.ts';
@@ -22,6 +23,7 @@ export function buildProgram(): Command {
   registerProduceCommand(program);
   registerConsumeCommand(program);
   registerBrokerCommand(program);
+  registerArbiterCommand(program);
   return program;
 }
 

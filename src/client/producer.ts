@@ -138,6 +138,8 @@ export class Producer {
   private senderAgain = false;
   private wakeTimer: TimerHandle | null = null;
   private wakeAtMs = Infinity;
+  /** Resolves when the latest `send` has appended its records (see `send`). */
+  private appendTail: Promise<void> = Promise.resolve();
 
   constructor(cluster: Cluster, options: ProducerOptions = {}, deps: { ownsCluster?: boolean; logger?: Logger } = {}) {
     this.cluster = cluster;
@@ -249,6 +251,28 @@ export class Producer {
       }
       return size;
     });
+    // Records must reach the accumulator in call order (per partition that is the order they are
+    // written in), but the awaits below can take different numbers of turns for different calls
+    // (a metadata refresh one call waited for, another did not): each call waits for the one
+    // before it to have appended.
+    const turn = this.appendTail;
+    let release!: () => void;
+    this.appendTail = new Promise<void>((r) => (release = r));
+    try {
+      return await this.sendInTurn(topic, list, sizes, options, turn, release);
+    } finally {
+      release(); // on failure before the append (calling it twice is harmless)
+    }
+  }
+
+  private async sendInTurn(
+    topic: string,
+    list: readonly ProducerRecord[],
+    sizes: number[],
+    options: SendOptions,
+    turn: Promise<void>,
+    appended: () => void,
+  ): Promise<RecordMetadata[]> {
     await this.connect();
     await this.cluster.ensureFresh([topic]);
     const partitionCount = this.cluster.partitionCount(topic);
@@ -257,6 +281,7 @@ export class Producer {
         details: { topic, partition: options.partition },
       });
     }
+    await turn;
     await this.budget.acquire(sizes.reduce((a, b) => a + b, 0));
     if (this.closed) {
       this.budget.release(sizes.reduce((a, b) => a + b, 0));
@@ -267,6 +292,8 @@ export class Producer {
       const partition = options.partition ?? this.partitioner.partition({ topic, key, partitionCount });
       return this.accumulator.append(topic, partition, record, sizes[i]!).result;
     });
+    // Appended: the next call may append now, while this one waits for its answers.
+    appended();
     this.wake();
     return Promise.all(results);
   }

@@ -45,6 +45,19 @@ export const configSchema = z
       .strict(),
     /** Defaults for every topic's log; a topic may override them. */
     log: logSchema,
+    /** Membership in a regional cell through an arbiter; `arbiter: none` runs a lone broker. */
+    cell: z
+      .object({
+        arbiter: z.enum(['none', 'embedded', 'etcd']),
+        /** Comma-separated host:port list of the arbiter (the embedded process, or etcd members). */
+        endpoints: z.string(),
+        id: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'lowercase letters, digits and dashes, 1-63 chars'),
+        leaseTtlMs: int(1000, 60_000),
+        /** Brokers the cell is meant to have (the offsets topic waits for them). */
+        size: int(1, 64),
+        replicaLagTimeMaxMs: int(100, 600_000),
+      })
+      .strict(),
     logging: z
       .object({
         level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
@@ -66,6 +79,7 @@ export const DEFAULT_CONFIG: Config = {
     retentionCheckIntervalMs: 60_000,
   },
   log: { ...LOG_DEFAULTS },
+  cell: { arbiter: 'none', endpoints: '', id: 'local', leaseTtlMs: 2000, size: 3, replicaLagTimeMaxMs: 10_000 },
   logging: { level: 'info' },
 };
 
@@ -74,4 +88,6 @@ export const ENV_ALIASES: Readonly<Record<string, string>> = {
   EDGEQ_DATA_DIR: 'broker.dataDir',
   EDGEQ_LOG_LEVEL: 'logging.level',
   EDGEQ_REGION: 'broker.region',
+  EDGEQ_ARBITER: 'cell.arbiter',
+  EDGEQ_ARBITER_ENDPOINTS: 'cell.endpoints',
 };

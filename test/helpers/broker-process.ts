@@ -25,12 +25,14 @@ export interface SpawnBrokerOptions {
   port?: number;
   id?: number;
   env?: Record<string, string>;
+  /** Extra CLI flags (e.g. the arbiter of a cell). */
+  args?: string[];
   startTimeoutMs?: number;
 }
 
 /** Spawns `edgeq broker` and waits for its listening line. */
 export function spawnBroker(options: SpawnBrokerOptions): Promise<BrokerProcess> {
-  const args = [BIN, 'broker', '--data-dir', options.dataDir, '--port', String(options.port ?? 0), '--id', String(options.id ?? 1)];
+  const args = [BIN, 'broker', '--data-dir', options.dataDir, '--port', String(options.port ?? 0), '--id', String(options.id ?? 1), ...(options.args ?? [])];
   const child = spawn(process.execPath, args, {
     env: { ...process.env, EDGEQ_LOG_LEVEL: process.env.EDGEQ_LOG_LEVEL ?? 'warn', ...options.env },
     stdio: ['ignore', 'pipe', 'inherit'],

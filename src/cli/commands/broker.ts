@@ -8,9 +8,13 @@ import { Broker } from '../../broker/index.ts';
 import { loadConfig } from '../../config/index.ts';
 import { createLogger } from '../../core/logger.ts';
 import type { LogConfig } from '../../log/index.ts';
+import { createCellController } from '../cell-wiring.ts';
 
 interface BrokerFlags {
   config?: string;
+  arbiter?: string;
+  arbiterEndpoints?: string;
+  cellId?: string;
   id?: string;
   host?: string;
   port?: string;
@@ -29,6 +33,9 @@ export function registerBrokerCommand(program: Command): void {
     .option('--port <n>', 'binary protocol port (broker.port); 0 picks a free one')
     .option('--data-dir <dir>', 'data folder (broker.dataDir)')
     .option('--region <name>', 'region this broker serves (broker.region)')
+    .option('--arbiter <kind>', 'none (a lone broker), embedded or etcd (cell.arbiter)')
+    .option('--arbiter-endpoints <list>', 'host:port[,host:port…] of the arbiter (cell.endpoints)')
+    .option('--cell-id <id>', 'the cell this broker joins (cell.id)')
     .action(async (flags: BrokerFlags) => {
       const overrides: Record<string, unknown> = {};
       if (flags.id !== undefined) overrides['broker.id'] = Number(flags.id);
@@ -36,8 +43,12 @@ export function registerBrokerCommand(program: Command): void {
       if (flags.port !== undefined) overrides['broker.port'] = Number(flags.port);
       if (flags.dataDir !== undefined) overrides['broker.dataDir'] = flags.dataDir;
       if (flags.region !== undefined) overrides['broker.region'] = flags.region;
+      if (flags.arbiter !== undefined) overrides['cell.arbiter'] = flags.arbiter;
+      if (flags.arbiterEndpoints !== undefined) overrides['cell.endpoints'] = flags.arbiterEndpoints;
+      if (flags.cellId !== undefined) overrides['cell.id'] = flags.cellId;
       const config = loadConfig({ ...(flags.config ? { file: flags.config } : {}), env: process.env, overrides });
       const logger = createLogger({ level: config.logging.level, name: `broker-${config.broker.id}` });
+      const cell = config.cell.arbiter === 'none' ? undefined : await createCellController(config, logger);
       const broker = await Broker.start({
         dataDir: config.broker.dataDir,
         host: config.broker.host,
@@ -47,6 +58,8 @@ export function registerBrokerCommand(program: Command): void {
         openFilesMax: config.broker.openFilesMax,
         retentionCheckIntervalMs: config.broker.retentionCheckIntervalMs,
         logDefaults: config.log as Partial<LogConfig>,
+        replicaLagTimeMaxMs: config.cell.replicaLagTimeMaxMs,
+        ...(cell ? { cell } : {}),
         logger,
       });
       // One machine-readable line for supervisors and tests: where the broker listens.

@@ -1,0 +1,32 @@
+/**
+ * Offline checks of a stopped cell's replicas: opens each broker's copy of a partition log from
+ * its data folder and compares them batch by batch (offset, CRC, leader epoch).
+ */
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { FsStorage, PartitionLog, readBatchHeader, splitBatches, decodeBatches, type LogRecord } from '../../src/log/index.ts';
+
+/** `offset:crc:epoch` of every batch in the broker's replica of `topic`-`partition`. */
+export async function replicaBatches(dataDir: string, topic: string, partition: number): Promise<{ batches: string[]; records: LogRecord[] }> {
+  const topicsDir = join(dataDir, 'topics');
+  const entry = (await readdir(topicsDir)).find((e) => e.startsWith(`${topic}.`));
+  if (!entry) return { batches: [], records: [] };
+  const log = await PartitionLog.open(join(topicsDir, entry, String(partition)), {}, { storage: new FsStorage() });
+  try {
+    const batches: string[] = [];
+    const records: LogRecord[] = [];
+    let offset = log.logStartOffset;
+    while (offset < log.logEndOffset) {
+      const r = await log.read(offset, 1 << 22);
+      for (const b of splitBatches(r.bytes)) {
+        const h = readBatchHeader(b);
+        batches.push(`${h.baseOffset}:${h.crc}:${h.partitionLeaderEpoch}`);
+      }
+      records.push(...(await decodeBatches(r.bytes, offset)));
+      offset = r.nextOffset;
+    }
+    return { batches, records };
+  } finally {
+    await log.close();
+  }
+}
