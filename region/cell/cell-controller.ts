@@ -121,6 +121,7 @@ export class ArbiterCellController implements CellController {
 
   async start(host: CellHost): Promise<void> {
     this.host = host;
+    host.topics.knownElsewhere = (topic) => this.topicsByName.has(topic);
     await this.register();
     const items = await this.arbiter.getPrefix(this.keys.root);
     const fromRevision = items.reduce((m, kv) => Math.max(m, kv.modRevision), this.registeredRevision);

@@ -90,8 +90,8 @@ describe('cell', () => {
     const client = createClient({ brokers: cell.addresses() });
     try {
       await client.admin().createTopics([{ name: 'm', partitions: 1, replicationFactor: 2, config: { 'min.insync.replicas': '2' } }]);
+      await client.producer({ acks: 'all' }).send('m', { value: 'first' });
       const producer = client.producer({ acks: 'all', lingerMs: 0, retriesMax: 0 });
-      await producer.send('m', { value: 'first' });
       const st = cell.brokers.get(1)!.cell!.partitionState('m', 0)!;
       const follower = st.replicas.find((id) => id !== st.leader)!;
       await cell.stopBroker(follower);
@@ -107,6 +107,66 @@ describe('cell', () => {
       const [m] = await producer.send('m', { value: 'again' });
       expect(m!.offset).toBe(end);
       await producer.close();
+    } finally {
+      await client.close();
+    }
+  }, 60_000);
+
+  it('restarts a follower that fell behind the leader\'s log start: it starts over there and rejoins the ISR', async () => {
+    cell = await new TestCell().start();
+    const client = createClient({ brokers: cell.addresses() });
+    try {
+      // Small segments and size retention, so the leader drops old segments while the follower is away.
+      await client.admin().createTopics([
+        { name: 'behind', partitions: 1, replicationFactor: 2, config: { 'segment.bytes': '2048', 'max.message.bytes': '1024', 'retention.bytes': '4096', 'min.insync.replicas': '1' } },
+      ]);
+      const st = cell.brokers.get(1)!.cell!.partitionState('behind', 0)!;
+      const follower = st.replicas.find((id) => id !== st.leader)!;
+      const producer = client.producer({ acks: 'all', lingerMs: 0 });
+      await producer.send('behind', { value: 'x'.repeat(200) });
+      await cell.stopBroker(follower);
+      await eventually(() => (cell!.brokers.get(st.leader)!.cell!.partitionState('behind', 0)?.isr.length ?? 0) === 1, 10_000, 'the ISR to shrink');
+      for (let i = 0; i < 80; i++) await producer.send('behind', { value: `${i}`.padEnd(200, '.') });
+      const lp = replica(cell.brokers.get(st.leader), 'behind');
+      await lp.log.applyRetention();
+      expect(lp.logStartOffset).toBeGreaterThan(1);
+      const back = await cell.startBroker(follower);
+      await eventually(() => (cell!.brokers.get(st.leader)!.cell!.partitionState('behind', 0)?.isr.length ?? 0) === 2, 15_000, 'the follower to rejoin');
+      const fp = replica(back, 'behind');
+      expect(fp.logStartOffset).toBeGreaterThanOrEqual(lp.logStartOffset);
+      await eventually(() => fp.logEndOffset === lp.logEndOffset, 10_000, 'the follower to catch up');
+      const leaderBatches = await batchesOf(lp);
+      const followerBatches = await batchesOf(fp);
+      expect(leaderBatches.slice(-followerBatches.length)).toEqual(followerBatches);
+      await producer.close();
+    } finally {
+      await client.close();
+    }
+  }, 60_000);
+
+  it('moves the group coordinator with the offsets topic\'s leadership, keeping committed offsets', async () => {
+    cell = await new TestCell().start();
+    const client = createClient({ brokers: cell.addresses() });
+    try {
+      await eventually(() => cell!.leaderOf('__consumer_offsets', 0) > 0, 10_000, 'the offsets topic');
+      await client.admin().createTopics([{ name: 'g', partitions: 2, replicationFactor: 3 }]);
+      const producer = client.producer({ acks: 'all' });
+      for (let i = 0; i < 10; i++) await producer.send('g', { value: `m${i}`, key: `k${i}` });
+      await producer.close();
+      const c1 = client.consumer({ groupId: 'grp', fromBeginning: true, autoCommit: false, sessionTimeoutMs: 3000, heartbeatIntervalMs: 300 });
+      c1.subscribe('g');
+      const got: string[] = [];
+      await eventually(async () => {
+        got.push(...(await c1.poll({ timeoutMs: 200 })).map((r) => r.value!.toString()));
+        return got.length >= 10;
+      }, 20_000, 'the first consumer to read everything');
+      await c1.commit();
+      await c1.close();
+      const coordinator = cell.leaderOf('__consumer_offsets', 0);
+      await cell.stopBroker(coordinator);
+      await eventually(() => cell!.leaderOf('__consumer_offsets', 0) > 0 && cell!.leaderOf('__consumer_offsets', 0) !== coordinator, 10_000, 'a new coordinator');
+      const offsets = await client.admin().fetchGroupOffsets('grp');
+      expect(offsets.reduce((n, o) => n + o.offset, 0)).toBe(10);
     } finally {
       await client.close();
     }

@@ -68,6 +68,8 @@ export class TopicManager {
   private readonly logger: Logger;
   private chain: Promise<unknown> = Promise.resolve();
   private closed = false;
+  /** True for topics the cell has that may not be applied here yet (set by the cell controller). */
+  knownElsewhere: (topic: string) => boolean = () => false;
 
   private constructor(
     private readonly deps: TopicManagerDeps,
@@ -161,6 +163,10 @@ export class TopicManager {
    */
   partition(topic: string, index: number): Partition {
     const t = this.topics.get(topic);
+    if (!t && this.knownElsewhere(topic)) {
+      // The cell has the topic and this broker is about to apply it: ask again shortly.
+      throw new EdgeqError('LEADER_NOT_AVAILABLE', `topic ${topic} is still being set up on broker ${this.deps.brokerId}`, { details: { topic, partition: index } });
+    }
     if (!t || !Number.isInteger(index) || index < 0 || index >= t.partitions.length) {
       throw new EdgeqError('UNKNOWN_TOPIC_OR_PARTITION', t ? `topic ${topic} has no partition ${index}` : `topic ${topic} does not exist`, {
         details: { topic, partition: index },

@@ -150,6 +150,23 @@ export class Cluster {
     if (this.stale || missing || old) await this.refreshMetadata();
   }
 
+  /**
+   * Waits until the cluster's metadata names `topic`, refreshing with backoff for up to `waitMs`.
+   * A topic just created is announced by the arbiter to every broker of a cell within
+   * milliseconds, but not atomically: a broker may still answer "unknown" for a moment (Kafka's
+   * producer waits for metadata the same way).
+   */
+  async waitForTopic(topic: string, waitMs: number): Promise<void> {
+    await this.ensureFresh([topic]);
+    const deadline = this.clock.monotonicMs() + waitMs;
+    let pauseMs = 25;
+    while (!((this.topics.get(topic)?.partitions.length ?? 0) > 0) && this.clock.monotonicMs() < deadline) {
+      await new Promise<void>((r) => this.clock.setTimeout(r, pauseMs));
+      pauseMs = Math.min(pauseMs * 2, 500);
+      await this.refreshMetadata();
+    }
+  }
+
   /** Asks a broker for the metadata of every tracked topic (concurrent calls share one request). */
   async refreshMetadata(): Promise<void> {
     if (this.refreshing) return this.refreshing;

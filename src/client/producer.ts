@@ -56,6 +56,8 @@ export interface ProducerOptions {
   retryBackoffMsMax?: number;
   /** Bound on a batch's life from its first send to its answer, retries included. */
   deliveryTimeoutMs?: number;
+  /** How long `send` waits for an unknown topic to appear in metadata before UNKNOWN_TOPIC_OR_PARTITION. */
+  topicWaitMs?: number;
   partitioner?: Partitioner;
   random?: () => number;
 }
@@ -75,6 +77,7 @@ export const PRODUCER_DEFAULTS = {
   retryBackoffMs: 100,
   retryBackoffMsMax: 1_000,
   deliveryTimeoutMs: 120_000,
+  topicWaitMs: 3_000,
 } as const;
 
 /** The broker's dedup window: it remembers this many batches per producer and partition. */
@@ -122,6 +125,7 @@ export class Producer {
   private readonly retryBackoffMs: number;
   private readonly retryBackoffMsMax: number;
   private readonly deliveryTimeoutMs: number;
+  private readonly topicWaitMs: number;
   private readonly random: () => number;
   private readonly partitioner: Partitioner;
   private readonly accumulator: RecordAccumulator;
@@ -166,6 +170,7 @@ export class Producer {
     this.retryBackoffMs = options.retryBackoffMs ?? PRODUCER_DEFAULTS.retryBackoffMs;
     this.retryBackoffMsMax = options.retryBackoffMsMax ?? PRODUCER_DEFAULTS.retryBackoffMsMax;
     this.deliveryTimeoutMs = options.deliveryTimeoutMs ?? PRODUCER_DEFAULTS.deliveryTimeoutMs;
+    this.topicWaitMs = options.topicWaitMs ?? PRODUCER_DEFAULTS.topicWaitMs;
     this.random = options.random ?? Math.random;
     this.partitioner = options.partitioner ?? new DefaultPartitioner({ random: this.random });
     const batchBytesMax = options.batchBytesMax ?? PRODUCER_DEFAULTS.batchBytesMax;
@@ -274,7 +279,7 @@ export class Producer {
     appended: () => void,
   ): Promise<RecordMetadata[]> {
     await this.connect();
-    await this.cluster.ensureFresh([topic]);
+    await this.cluster.waitForTopic(topic, this.topicWaitMs);
     const partitionCount = this.cluster.partitionCount(topic);
     if (options.partition !== undefined && !(Number.isInteger(options.partition) && options.partition >= 0 && options.partition < partitionCount)) {
       throw new EdgeqError('UNKNOWN_TOPIC_OR_PARTITION', `topic "${topic}" has no partition ${options.partition} (it has ${partitionCount})`, {
