@@ -171,4 +171,27 @@ describe('cell', () => {
       await client.close();
     }
   }, 60_000);
+
+  it('reports the cell status: brokers with pid and liveness, partitions with leader, epoch, ISR and marks', async () => {
+    cell = await new TestCell().start();
+    const client = createClient({ brokers: cell.addresses() });
+    try {
+      await client.admin().createTopics([{ name: 's', partitions: 2, replicationFactor: 3 }]);
+      const producer = client.producer({ acks: 'all' });
+      for (let i = 0; i < 6; i++) await producer.send('s', { value: `s${i}` }, { partition: i % 2 });
+      await producer.close();
+      const status = await client.admin().cellStatus();
+      expect(status.cellId).toBe('test');
+      expect(status.brokers.map((b) => [b.id, b.alive, b.pid === process.pid])).toEqual([[1, true, true], [2, true, true], [3, true, true]]);
+      const s = status.partitions.filter((p) => p.topic === 's');
+      expect(s.map((p) => [p.partition, p.highWatermark, p.logEndOffset, p.isr.length])).toEqual([[0, 3, 3, 3], [1, 3, 3, 3]]);
+      for (const p of s) expect(p.leaderId).toBe(cell.leaderOf('s', p.partition));
+      const victim = s[0]!.replicas.find((id) => id !== s[0]!.leaderId)!;
+      await cell.stopBroker(victim);
+      const after = await client.admin().cellStatus();
+      expect(after.brokers.find((b) => b.id === victim)?.alive).toBe(false);
+    } finally {
+      await client.close();
+    }
+  }, 60_000);
 });

@@ -207,7 +207,9 @@ export function createHandlers(d: HandlerDeps): Handlers {
     LeaveGroup: async (req) => (d.groups() ? groupsOrError().leaveGroup(req) : { error: wireError(new EdgeqError('COORDINATOR_NOT_AVAILABLE', 'not the coordinator')) }),
     OffsetCommit: async (req) => (d.groups() ? groupsOrError().commitOffsets(req) : { error: wireError(new EdgeqError('COORDINATOR_NOT_AVAILABLE', 'not the coordinator')), topics: [] }),
     OffsetFetch: async (req) => (d.groups() ? groupsOrError().fetchOffsets(req) : { error: wireError(new EdgeqError('COORDINATOR_NOT_AVAILABLE', 'not the coordinator')), topics: [] }),
-    ListGroups: async () => (d.groups() ? groupsOrError().listGroups() : { error: wireError(new EdgeqError('COORDINATOR_NOT_AVAILABLE', 'not the coordinator')), groups: [] }),
+    // A broker that does not coordinate holds no groups: an empty list, so listings over every
+    // broker just work.
+    ListGroups: async () => (d.groups() ? groupsOrError().listGroups() : { groups: [] }),
     DescribeGroups: async (req) => {
       const g = d.groups();
       if (g) return g.describeGroups(req);

@@ -30,6 +30,38 @@ export interface TopicDescription {
   config: Record<string, string>;
 }
 
+/** One broker in `cellStatus`. */
+export interface BrokerStatus {
+  id: number;
+  pid: number;
+  host: string;
+  port: number;
+  region: string;
+  alive: boolean;
+}
+
+/** One partition in `cellStatus`. */
+export interface CellPartitionStatus {
+  topic: string;
+  partition: number;
+  leaderId: number;
+  leaderEpoch: number;
+  isr: number[];
+  replicas: number[];
+  highWatermark: number;
+  logEndOffset: number;
+  logStartOffset: number;
+}
+
+/** The cell as `cellStatus` reports it. */
+export interface CellStatus {
+  cellId: string;
+  brokers: BrokerStatus[];
+  partitions: CellPartitionStatus[];
+  /** Brokers in the metadata that did not answer. */
+  unreachable: number[];
+}
+
 /** A group member as `describeGroups` reports it. */
 export interface GroupMemberDescription {
   memberId: string;
@@ -140,6 +172,61 @@ export class Admin {
         config: { ...c.config },
       };
     });
+  }
+
+  /**
+   * The cell's status: every broker (id, pid, address, alive) and every partition (leader, epoch,
+   * ISR, high watermark, log end and start offsets, as its leader reports them). Each broker is
+   * asked for what it knows of its own replicas, and the answers are merged; brokers that did not
+   * answer are listed in `unreachable`.
+   */
+  async cellStatus(): Promise<CellStatus> {
+    await this.cluster.ensureFresh();
+    const brokers = this.cluster.brokers();
+    const answers = await Promise.all(
+      brokers.map(async (b) => {
+        try {
+          const conn = await this.cluster.connectionTo(b.id);
+          return { id: b.id, res: await conn.request('CellStatus', {}, { timeoutMs: 5000 }) };
+        } catch {
+          return { id: b.id, res: null };
+        }
+      }),
+    );
+    const byBroker = new Map<number, BrokerStatus>();
+    const parts = new Map<string, CellPartitionStatus>();
+    let cellId = '';
+    for (const { res } of answers) {
+      if (!res) continue;
+      cellId ||= res.cellId;
+      for (const b of res.brokers) {
+        const known = byBroker.get(b.id);
+        if (!known || (!known.alive && b.alive)) byBroker.set(b.id, { id: b.id, pid: b.pid, host: b.host, port: b.port, region: b.region, alive: b.alive });
+      }
+      for (const r of res.replicas) {
+        const key = `${r.topic}\u0000${r.partition}`;
+        const entry: CellPartitionStatus = {
+          topic: r.topic,
+          partition: r.partition,
+          leaderId: r.leaderId,
+          leaderEpoch: r.leaderEpoch,
+          isr: [...r.isr],
+          replicas: [...r.replicas],
+          highWatermark: r.highWatermark,
+          logEndOffset: r.logEndOffset,
+          logStartOffset: r.logStartOffset,
+        };
+        // The leader's own report is the authority on the marks; otherwise keep the newest epoch.
+        const known = parts.get(key);
+        if (!known || r.role === 'leader' || (known.leaderEpoch < r.leaderEpoch && known.leaderId !== res.brokerId)) parts.set(key, entry);
+      }
+    }
+    return {
+      cellId,
+      brokers: [...byBroker.values()].sort((a, b) => a.id - b.id),
+      partitions: [...parts.values()].sort((a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition),
+      unreachable: answers.filter((a) => !a.res).map((a) => a.id),
+    };
   }
 
   /** Every consumer group of every broker. */
