@@ -5,6 +5,7 @@
 import { Command, CommanderError } from 'commander';
 import { EdgeqError } from '../core/errors.ts';
 import { registerBrokerCommand } from './commands/broker.ts';
+import { registerDevCommand } from './commands/dev.ts';
 import { registerArbiterCommand } from './commands/arbiter.ts';
 import { registerLogCommands } from './commands/log.ts';
 import { registerTopicsCommands } from './commands/topics.ts';
@@ -23,6 +24,7 @@ export function buildProgram(): Command {
   registerProduceCommand(program);
   registerConsumeCommand(program);
   registerBrokerCommand(program);
+  registerDevCommand(program);
   registerArbiterCommand(program);
   return program;
 }

@@ -1,0 +1,87 @@
+/**
+ * `edgeq dev` (what `npm start` runs): the local deployment on one machine, as separate OS
+ * processes: the embedded arbiter and a cell of brokers, supervised (a broker that dies is
+ * restarted and rejoins). Everything binds 127.0.0.1. Ctrl-C or SIGTERM stops the brokers (they
+ * flush and leave the cell), then the arbiter; starting again on the same data folder brings every
+ * topic and record back.
+ */
+import type { Command } from 'commander';
+import { join } from 'node:path';
+import { mkdir } from 'node:fs/promises';
+import { EdgeqError } from '../../core/errors.ts';
+import { createLogger } from '../../core/logger.ts';
+import { Supervisor } from '../supervisor.ts';
+
+interface DevFlags {
+  dataDir?: string;
+  brokers?: string;
+  brokerPort?: string;
+  arbiterPort?: string;
+}
+
+function portOf(value: string | undefined, fallback: number, name: string): number {
+  const n = Number(value ?? fallback);
+  if (!Number.isInteger(n) || n < 1 || n > 65535) throw new EdgeqError('INVALID_CONFIG', `${name} must be a port in [1, 65535], got ${value}`, { details: { key: name } });
+  return n;
+}
+
+/** Registers `edgeq dev`. */
+export function registerDevCommand(program: Command): void {
+  program
+    .command('dev')
+    .description('run the local deployment: embedded arbiter + a cell of brokers, supervised, on 127.0.0.1')
+    .option('--data-dir <dir>', 'data folder (EDGEQ_DATA_DIR, default ./data)')
+    .option('--brokers <n>', 'brokers in the cell (default 3)')
+    .option('--broker-port <n>', 'first broker port; broker i listens on port + i - 1 (EDGEQ_BROKER_PORT, default 9092)')
+    .option('--arbiter-port <n>', 'arbiter port (EDGEQ_ARBITER_PORT, default 7090)')
+    .action(async (flags: DevFlags) => {
+      const logger = createLogger({ level: process.env.EDGEQ_LOG_LEVEL ?? 'info', name: 'dev' });
+      const dataDir = flags.dataDir ?? process.env.EDGEQ_DATA_DIR ?? './data';
+      const count = Number(flags.brokers ?? '3');
+      if (!Number.isInteger(count) || count < 1 || count > 9) throw new EdgeqError('INVALID_CONFIG', `--brokers must be 1..9, got ${flags.brokers}`, { details: { key: 'brokers' } });
+      const brokerPort = portOf(flags.brokerPort ?? process.env.EDGEQ_BROKER_PORT, 9092, 'EDGEQ_BROKER_PORT');
+      const arbiterPort = portOf(flags.arbiterPort ?? process.env.EDGEQ_ARBITER_PORT, 7090, 'EDGEQ_ARBITER_PORT');
+      await mkdir(dataDir, { recursive: true });
+      const sup = new Supervisor({ logger });
+      const stopAll = async () => {
+        await sup.stop(Array.from({ length: count }, (_, i) => `broker-${i + 1}`).concat('arbiter'));
+      };
+      try {
+        await sup.start({ name: 'arbiter', args: ['arbiter', '--port', String(arbiterPort), '--data-dir', join(dataDir, 'arbiter')] });
+        await Promise.all(
+          Array.from({ length: count }, (_, i) =>
+            sup.start({
+              name: `broker-${i + 1}`,
+              args: [
+                'broker',
+                '--id', String(i + 1),
+                '--host', '127.0.0.1',
+                '--port', String(brokerPort + i),
+                '--data-dir', join(dataDir, `broker-${i + 1}`),
+                '--arbiter', 'embedded',
+                '--arbiter-endpoints', `127.0.0.1:${arbiterPort}`,
+                '--cell-id', 'local',
+              ],
+              env: { EDGEQ_CELL__SIZE: String(count), EDGEQ_LOG_LEVEL: process.env.EDGEQ_LOG_LEVEL ?? 'warn' },
+            }),
+          ),
+        );
+      } catch (err) {
+        await stopAll();
+        throw err;
+      }
+      const brokers = Array.from({ length: count }, (_, i) => `127.0.0.1:${brokerPort + i}`).join(',');
+      process.stdout.write(
+        `${JSON.stringify({ event: 'ready', arbiter: `127.0.0.1:${arbiterPort}`, brokers, dataDir, processes: sup.status().map((s) => ({ name: s.name, pid: s.pid })) })}\n`,
+      );
+      process.stderr.write(`edgeq dev: cell of ${count} brokers at ${brokers} (arbiter 127.0.0.1:${arbiterPort}, data in ${dataDir}); Ctrl-C stops everything\n`);
+      await new Promise<void>((resolve) => {
+        const stop = (signal: string) => {
+          logger.info({ signal }, 'stopping the local deployment');
+          void stopAll().then(resolve);
+        };
+        process.once('SIGTERM', () => stop('SIGTERM'));
+        process.once('SIGINT', () => stop('SIGINT'));
+      });
+    });
+}

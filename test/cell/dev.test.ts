@@ -1,0 +1,124 @@
+// Proves the local deployment (`edgeq dev`, what `npm start` runs) with real processes: it starts
+// an arbiter and three brokers and says where they are; a broker killed with SIGKILL is restarted
+// by the supervisor and rejoins; SIGTERM stops every process (no orphans); starting again on the
+// same data folder brings the topic and its records back.
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createClient } from '../../src/client/index.ts';
+import { eventually } from '../helpers/cell.ts';
+import { cleanupTempDirs, tempDir } from '../helpers/tmp.ts';
+
+afterAll(cleanupTempDirs);
+
+const BIN = fileURLToPath(new URL('../../bin/edgeq.js', import.meta.url));
+
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+  });
+}
+
+/** A base port with `n` free ports after it. */
+async function freeRange(n: number): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const base = 20_000 + Math.floor(Math.random() * 30_000);
+    const ok = await Promise.all(Array.from({ length: n }, (_, i) => portFree(base + i)));
+    if (ok.every(Boolean)) return base;
+  }
+  throw new Error('no free port range');
+}
+
+interface Ready {
+  brokers: string;
+  processes: { name: string; pid: number }[];
+}
+
+function startDev(dataDir: string, brokerPort: number, arbiterPort: number) {
+  const child = spawn(process.execPath, [BIN, 'dev', '--data-dir', dataDir, '--broker-port', String(brokerPort), '--arbiter-port', String(arbiterPort)], {
+    env: { ...process.env, EDGEQ_LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const exited = new Promise<number | string>((r) => child.on('exit', (code, sig) => r(code ?? sig ?? -1)));
+  const ready = new Promise<Ready>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('edgeq dev did not get ready in 60 s')), 60_000);
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      try {
+        const ev = JSON.parse(line) as { event?: string } & Ready;
+        if (ev.event === 'ready') {
+          clearTimeout(timer);
+          resolve(ev);
+        }
+      } catch {
+        // other output
+      }
+    });
+    void exited.then((c) => reject(new Error(`edgeq dev exited early (${c})`)));
+  });
+  return { child, exited, ready };
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('edgeq dev', () => {
+  it('runs a supervised cell, restarts a killed broker, stops cleanly and keeps data across restarts', async () => {
+    const dataDir = await tempDir('edgeq-dev-');
+    const base = await freeRange(4);
+    let dev = startDev(dataDir, base, base + 3);
+    let ready = await dev.ready;
+    expect(ready.processes.map((p) => p.name).sort()).toEqual(['arbiter', 'broker-1', 'broker-2', 'broker-3']);
+    const client = createClient({ brokers: ready.brokers.split(','), metadataMaxAgeMs: 500 });
+    try {
+      await client.admin().createTopics([{ name: 'dev', partitions: 1, replicationFactor: 3 }]);
+      const producer = client.producer({ acks: 'all' });
+      for (let i = 0; i < 5; i++) await producer.send('dev', { value: `d${i}` });
+      await producer.close();
+
+      // SIGKILL broker 2: the supervisor restarts it and it is alive in the cell again.
+      const victim = ready.processes.find((p) => p.name === 'broker-2')!.pid;
+      process.kill(victim, 'SIGKILL');
+      await eventually(async () => {
+        const st = await client.admin().cellStatus().catch(() => null);
+        const b2 = st?.brokers.find((b) => b.id === 2);
+        return b2 !== undefined && b2.alive && b2.pid !== victim;
+      }, 30_000, 'broker 2 to be restarted');
+    } finally {
+      await client.close();
+    }
+    const pids = ready.processes.map((p) => p.pid).filter((p) => p !== ready.processes.find((x) => x.name === 'broker-2')!.pid);
+    dev.child.kill('SIGTERM');
+    expect(await dev.exited).toBe(0);
+    for (const pid of pids) expect(alive(pid), `pid ${pid} still running`).toBe(false);
+
+    // Again on the same folder: the records are back.
+    dev = startDev(dataDir, base, base + 3);
+    ready = await dev.ready;
+    const again = createClient({ brokers: ready.brokers.split(',') });
+    try {
+      const consumer = again.consumer({ fromBeginning: true, maxWaitMs: 100 });
+      consumer.assign([{ topic: 'dev', partition: 0 }]);
+      const seen: string[] = [];
+      await eventually(async () => {
+        seen.push(...(await consumer.poll({ timeoutMs: 300 })).map((r) => r.value!.toString()));
+        return seen.length >= 5;
+      }, 30_000, 'the records after a restart');
+      expect(seen).toEqual(['d0', 'd1', 'd2', 'd3', 'd4']);
+      await consumer.close();
+    } finally {
+      await again.close();
+      dev.child.kill('SIGTERM');
+      await dev.exited;
+    }
+  }, 180_000);
+});
