@@ -86,7 +86,7 @@ describe('cell', () => {
   }, 60_000);
 
   it('refuses acks=all below min.insync.replicas, writing nothing, and recovers when the follower returns', async () => {
-    cell = await new TestCell().start();
+    cell = await new TestCell({ broker: { replicaLagTimeMaxMs: 1500 } }).start();
     const client = createClient({ brokers: cell.addresses() });
     try {
       await client.admin().createTopics([{ name: 'm', partitions: 1, replicationFactor: 2, config: { 'min.insync.replicas': '2' } }]);
@@ -113,7 +113,7 @@ describe('cell', () => {
   }, 60_000);
 
   it('restarts a follower that fell behind the leader\'s log start: it starts over there and rejoins the ISR', async () => {
-    cell = await new TestCell().start();
+    cell = await new TestCell({ broker: { replicaLagTimeMaxMs: 1500 } }).start();
     const client = createClient({ brokers: cell.addresses() });
     try {
       // Small segments and size retention, so the leader drops old segments while the follower is away.

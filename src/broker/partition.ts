@@ -49,8 +49,11 @@ const SOLO_HOOKS: PartitionHooks = { canLead: () => true, changeIsr: async () =>
 interface FollowerState {
   /** The follower's log end offset, as its last fetch said. */
   logEndOffset: number;
-  /** Last time the follower had fetched everything the leader had. */
+  /** Last time the follower was known to hold everything the leader had then. */
   caughtUpAtMs: number;
+  /** The leader's log end offset and the time at the follower's previous fetch. */
+  prevFetchLeaderEnd: number;
+  prevFetchAtMs: number;
 }
 
 interface AckWaiter {
@@ -154,7 +157,7 @@ export class Partition {
       this.epochs.assign(epoch, this.log.logEndOffset);
       void this.epochs.save().catch(() => undefined);
       this.followers.clear();
-      for (const r of replicas) if (r !== this.brokerId) this.followers.set(r, { logEndOffset: -1, caughtUpAtMs: now });
+      for (const r of replicas) if (r !== this.brokerId) this.followers.set(r, { logEndOffset: -1, caughtUpAtMs: now, prevFetchLeaderEnd: -1, prevFetchAtMs: now });
     }
     this.hw = Math.min(this.hw, this.log.logEndOffset);
     this.recomputeHw();
@@ -304,9 +307,16 @@ export class Partition {
   recordFollowerFetch(followerId: number, fetchOffset: number): void {
     if (this.role !== 'leader') return;
     const now = this.clock.monotonicMs();
-    const f = this.followers.get(followerId) ?? { logEndOffset: -1, caughtUpAtMs: now };
+    const end = this.log.logEndOffset;
+    const f = this.followers.get(followerId) ?? { logEndOffset: -1, caughtUpAtMs: now, prevFetchLeaderEnd: -1, prevFetchAtMs: now };
     f.logEndOffset = fetchOffset;
-    if (fetchOffset >= this.log.logEndOffset) f.caughtUpAtMs = now;
+    // Kafka's rule: caught up now if it has everything; otherwise, if it has everything the leader
+    // had at its previous fetch, it was caught up then. Under steady writes a healthy follower is
+    // never exactly at the end, yet never falls behind either.
+    if (fetchOffset >= end) f.caughtUpAtMs = now;
+    else if (f.prevFetchLeaderEnd >= 0 && fetchOffset >= f.prevFetchLeaderEnd) f.caughtUpAtMs = Math.max(f.caughtUpAtMs, f.prevFetchAtMs);
+    f.prevFetchLeaderEnd = end;
+    f.prevFetchAtMs = now;
     this.followers.set(followerId, f);
     if (!this.isr.includes(followerId) && fetchOffset >= this.hw && this.replicas.includes(followerId)) {
       void this.proposeIsr([...this.isr, followerId].sort((a, b) => a - b));

@@ -65,7 +65,7 @@ export class TestCell {
       port: this.ports.get(id) ?? 0,
       brokerId: id,
       cell,
-      replicaLagTimeMaxMs: 1500,
+      replicaLagTimeMaxMs: 10_000,
       replicaFetch: { replicaFetchWaitMs: 200 },
       ...this.options.broker,
     });
