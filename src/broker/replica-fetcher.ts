@@ -32,8 +32,28 @@ interface Followed {
   partition: Partition;
   /** Ask the leader where our last epoch ends before fetching. */
   needsTruncation: boolean;
-  /** The leader refused us (stale epoch): wait for the arbiter's next word. */
+  /** Our epoch is older than the leader's: wait for the arbiter's next word (a role change). */
   stalled: boolean;
+  /** Not before this (monotonic ms): the leader was not ready yet. */
+  retryAtMs: number;
+}
+
+/**
+ * What a follower does with a leader's refusal. FENCED_LEADER_EPOCH: we are behind, and the
+ * arbiter's watch will bring the new state (a role change re-adds the partition). NOT_LEADER,
+ * LEADER_NOT_AVAILABLE, UNKNOWN_TOPIC_OR_PARTITION: the leader has not applied the topic or its
+ * leadership yet (it hears from the arbiter a moment after us): try again shortly, from the
+ * truncation step.
+ */
+function onRefusal(f: Followed, code: string, now: number, backoffMs: number): void {
+  if (code === 'FENCED_LEADER_EPOCH') {
+    f.stalled = true;
+    return;
+  }
+  if (code === 'NOT_LEADER' || code === 'LEADER_NOT_AVAILABLE' || code === 'UNKNOWN_TOPIC_OR_PARTITION') {
+    f.needsTruncation = true;
+    f.retryAtMs = now + backoffMs;
+  }
 }
 
 /** What the fetchers need. */
@@ -118,7 +138,7 @@ class LeaderFetcher {
   }
 
   add(p: Partition): void {
-    this.parts.set(keyOf(p), { partition: p, needsTruncation: true, stalled: false });
+    this.parts.set(keyOf(p), { partition: p, needsTruncation: true, stalled: false, retryAtMs: 0 });
     this.running ??= this.loop().finally(() => (this.running = null));
   }
 
@@ -149,7 +169,8 @@ class LeaderFetcher {
       try {
         const conn = await this.connection();
         await this.truncate(conn);
-        const active = [...this.parts.values()].filter((f) => !f.needsTruncation && !f.stalled && f.partition.role === 'follower');
+        const now = this.clock.monotonicMs();
+        const active = [...this.parts.values()].filter((f) => !f.needsTruncation && !f.stalled && f.retryAtMs <= now && f.partition.role === 'follower');
         if (active.length === 0) {
           await this.sleep(this.limits.replicaBackoffMs);
           continue;
@@ -167,7 +188,8 @@ class LeaderFetcher {
   }
 
   private async truncate(conn: Connection): Promise<void> {
-    const pending = [...this.parts.values()].filter((f) => f.needsTruncation);
+    const now = this.clock.monotonicMs();
+    const pending = [...this.parts.values()].filter((f) => f.needsTruncation && !f.stalled && f.retryAtMs <= now);
     if (pending.length === 0) return;
     const req: OffsetForLeaderEpochRequest = { replicaId: this.deps.brokerId, topics: [] };
     for (const f of pending) {
@@ -183,7 +205,7 @@ class LeaderFetcher {
         if (!f) continue;
         const err = errorOf(r.error);
         if (err) {
-          f.stalled = err.code === 'FENCED_LEADER_EPOCH' || err.code === 'NOT_LEADER' || err.code === 'LEADER_NOT_AVAILABLE';
+          onRefusal(f, err.code, this.clock.monotonicMs(), this.limits.replicaBackoffMs);
           continue;
         }
         const p = f.partition;
@@ -227,8 +249,8 @@ class LeaderFetcher {
             } else {
               f.needsTruncation = true;
             }
-          } else if (err.code === 'FENCED_LEADER_EPOCH' || err.code === 'NOT_LEADER' || err.code === 'LEADER_NOT_AVAILABLE') {
-            f.stalled = true;
+          } else if (['FENCED_LEADER_EPOCH', 'NOT_LEADER', 'LEADER_NOT_AVAILABLE', 'UNKNOWN_TOPIC_OR_PARTITION'].includes(err.code)) {
+            onRefusal(f, err.code, this.clock.monotonicMs(), this.limits.replicaBackoffMs);
           } else {
             this.logger.debug({ code: err.code, topic: p.topic, partition: p.index }, 'replica fetch error');
           }

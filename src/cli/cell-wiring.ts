@@ -23,7 +23,7 @@ export function createArbiter(config: Config, logger: Logger): Arbiter {
     const { host, port } = parseAddress(endpoints[0]!);
     return new EmbeddedArbiter({ host, port, logger });
   }
-  return new EtcdArbiter({ endpoints: endpoints.map((e) => `http://${e}`), logger } as never);
+  return new EtcdArbiter({ hosts: endpoints.map((e) => `http://${e}`), logger });
 }
 
 /** The controller through which the broker joins its cell. */

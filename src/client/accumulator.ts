@@ -175,6 +175,18 @@ export class RecordAccumulator {
     return head;
   }
 
+  /** Removes one batch (it expired before being drained). */
+  remove(b: ProducerBatch): void {
+    const key = `${b.topic}\u0000${b.partition}`;
+    const q = this.queues.get(key);
+    if (!q) return;
+    const i = q.batches.indexOf(b);
+    if (i < 0) return;
+    q.batches.splice(i, 1);
+    this.batchCount--;
+    if (q.batches.length === 0) this.queues.delete(key);
+  }
+
   /** Every batch not yet drained. */
   all(): ProducerBatch[] {
     return [...this.queues.values()].flatMap((q) => q.batches);

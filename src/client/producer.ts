@@ -387,6 +387,8 @@ export class Producer {
 
   private async runSender(): Promise<void> {
     if (this.closed || !this.started) return;
+    // First, so batches expire even while an epoch bump keeps failing below.
+    this.expireWaiting(this.clock.monotonicMs());
     if (this.idempotent && this.epochResetNeeded) {
       // Wait for every in-flight answer first: they tell which batches were written.
       if (this.anyInflight()) return;
@@ -446,6 +448,30 @@ export class Producer {
       this.senderAgain = true;
     }
     this.wakeIn(nextWakeMs);
+  }
+
+  /**
+   * Fails batches waiting to be sent or retried past `deliveryTimeoutMs` since their `send`
+   * (Kafka's delivery.timeout.ms): a batch stuck behind an unreachable leader or an epoch bump the
+   * arbiter cannot grant fails in bounded time instead of waiting forever. In-flight batches end
+   * with their answer or request timeout.
+   */
+  private expireWaiting(now: number): void {
+    const expired = (b: ProducerBatch) => now - b.createdMs >= this.deliveryTimeoutMs;
+    for (const s of this.partitions.values()) {
+      const dead = s.retries.filter(expired);
+      if (dead.length === 0) continue;
+      s.retries = s.retries.filter((b) => !expired(b));
+      for (const b of dead) {
+        // A batch that went out may have been written: later sequences must start over.
+        if (this.idempotent && b.attempts > 0) this.epochResetNeeded = true;
+        this.finish(b, new EdgeqError('REQUEST_TIMED_OUT', `${b.topic}/${b.partition}: not acknowledged within deliveryTimeoutMs ${this.deliveryTimeoutMs}`, { details: { topic: b.topic, partition: b.partition } }), -1);
+      }
+    }
+    for (const b of this.accumulator.all().filter(expired)) {
+      this.accumulator.remove(b);
+      this.finish(b, new EdgeqError('REQUEST_TIMED_OUT', `${b.topic}/${b.partition}: not sent within deliveryTimeoutMs ${this.deliveryTimeoutMs}`, { details: { topic: b.topic, partition: b.partition } }), -1);
+    }
   }
 
   private hasLeader(topic: string, partition: number): boolean {
@@ -548,7 +574,7 @@ export class Producer {
   private onBatchError(b: ProducerBatch, err: EdgeqError): void {
     const s = this.removeInflight(b);
     if (isStaleMetadataError(err)) this.cluster.markStale(err);
-    const expired = this.clock.monotonicMs() - b.firstSendMs >= this.deliveryTimeoutMs || b.attempts > this.retriesMax;
+    const expired = this.clock.monotonicMs() - b.createdMs >= this.deliveryTimeoutMs || b.attempts > this.retriesMax;
     if (this.idempotent) {
       if (err.code === 'DUPLICATE_SEQUENCE') return this.onBatchSuccess(b, -1);
       if (err.code === 'OUT_OF_ORDER_SEQUENCE' && b.producerEpoch === this.producerEpoch) {

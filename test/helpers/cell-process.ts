@@ -88,6 +88,16 @@ export class ProcessCell {
     if (b) await b.kill('SIGKILL');
   }
 
+  /** SIGSTOPs broker `id`: it keeps its sockets but answers nothing (a frozen process). */
+  pause(id: number): void {
+    this.brokers.get(id)?.child.kill('SIGSTOP');
+  }
+
+  /** SIGCONTs broker `id` after `pause`. */
+  resume(id: number): void {
+    this.brokers.get(id)?.child.kill('SIGCONT');
+  }
+
   async close(): Promise<void> {
     for (const b of this.brokers.values()) b.child.kill('SIGCONT');
     await Promise.all([...this.brokers.values()].map((b) => b.kill('SIGTERM')));
