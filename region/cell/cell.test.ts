@@ -194,4 +194,38 @@ describe('cell', () => {
       await client.close();
     }
   }, 60_000);
+
+  it('elects only from the ISR unless the topic opts in to unclean election', async () => {
+    cell = await new TestCell({ broker: { replicaLagTimeMaxMs: 1500 } }).start();
+    const client = createClient({ brokers: cell.addresses() });
+    try {
+      // rf 2: the cell picks the replicas; the test reads them back from the partition state.
+      await client.admin().createTopics([
+        { name: 'clean', partitions: 1, replicationFactor: 2 },
+        { name: 'unclean', partitions: 1, replicationFactor: 2, config: { 'unclean.leader.election.enable': 'true' } },
+      ]);
+      for (const topic of ['clean', 'unclean']) await client.producer({ acks: 'all' }).send(topic, { value: 'v' });
+      const stateOf = (topic: string) => [...cell!.brokers.values()][0]!.cell!.partitionState(topic, 0)!;
+      for (const topic of ['clean', 'unclean']) {
+        const st = stateOf(topic);
+        const follower = st.replicas.find((id) => id !== st.leader)!;
+        // The follower leaves (and drops out of the ISR), then the leader goes too.
+        await cell.stopBroker(follower);
+        await eventually(() => stateOf(topic).isr.length === 1, 10_000, `${topic}: the ISR to shrink`);
+        await cell.stopBroker(st.leader);
+        await cell.startBroker(follower);
+        if (topic === 'clean') {
+          // Its only in-sync replica is gone: the out-of-sync one must not take over. Absence of an
+          // election can only be shown by waiting: well past the election delays and several sweeps.
+          await new Promise((r) => setTimeout(r, 1500));
+          expect(stateOf(topic).leader === follower).toBe(false);
+        } else {
+          await eventually(() => stateOf(topic).leader === follower, 10_000, 'the out-of-sync replica to take over');
+        }
+        await cell.startBroker(st.leader);
+      }
+    } finally {
+      await client.close();
+    }
+  }, 60_000);
 });
