@@ -18,13 +18,12 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir, cpus } from 'node:os';
 import { join } from 'node:path';
-import * as hdr from 'hdr-histogram-js';
 import { connect as natsConnect, AckPolicy, type NatsConnection, type JetStreamClient } from 'nats';
 import { createClient } from '../src/client/index.ts';
 import { spawnBroker } from '../test/helpers/broker-process.ts';
+import { fixedRate as fixedRateRun, freePort, medianLatency, progress, table, windowed as windowedRun, type Latency, type Row } from './lib/harness.ts';
 
 const SIZES = [100, 1024];
 /** Unanswered produce calls allowed at once, for both systems. */
@@ -37,94 +36,11 @@ const LATENCY_SECONDS = Number(process.env.BENCH_LATENCY_SECONDS ?? 8);
 const WARMUP_SECONDS = 2;
 const LATENCY_ROUNDS = Number(process.env.BENCH_LATENCY_ROUNDS ?? 3);
 
-interface Latency {
-  ratePerSec: number;
-  p50Ms: number;
-  p99Ms: number;
-  p999Ms: number;
-  maxMs: number;
-}
-
-interface Row {
-  system: 'edgeq' | 'nats';
-  mode: string;
-  messageBytes: number;
-  produceMsgsPerSec: number;
-  consumeMsgsPerSec: number | null;
-  latency: Latency;
-  latencyRounds?: Latency[];
-}
-
-function progress(line: string): void {
-  process.stderr.write(`[bench] ${line}\n`);
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const a = s.address();
-      const port = typeof a === 'object' && a ? a.port : 0;
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
-}
-
-function newHistogram() {
-  return hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 120_000_000, numberOfSignificantValueDigits: 3 });
-}
-
 /** Runs `send` for `count` messages with at most WINDOW unanswered; returns messages per second. */
-async function windowed(count: number, send: (i: number) => Promise<unknown>): Promise<{ rate: number; done: number }> {
-  const t0 = performance.now();
-  const deadline = t0 + PHASE_SECONDS_MAX * 1000;
-  let inflight = 0;
-  let done = 0;
-  let failed: unknown = null;
-  let wake: (() => void) | null = null;
-  for (let i = 0; i < count && performance.now() < deadline; i++) {
-    while (inflight >= WINDOW) await new Promise<void>((r) => (wake = r));
-    if (failed) throw failed;
-    inflight++;
-    send(i).then(
-      () => {
-        inflight--;
-        done++;
-        wake?.();
-      },
-      (err: unknown) => {
-        failed = err;
-        inflight--;
-        wake?.();
-      },
-    );
-  }
-  while (inflight > 0) await new Promise<void>((r) => (wake = r));
-  if (failed) throw failed;
-  return { rate: done / ((performance.now() - t0) / 1000), done };
-}
+const windowed = (count: number, send: (i: number) => Promise<unknown>) => windowedRun(count, send, { window: WINDOW, phaseSecondsMax: PHASE_SECONDS_MAX });
 
-/**
- * Open-loop fixed-rate run: message i is due at t0 + i/rate; latency = ack time − due time. The
- * first WARMUP_SECONDS at the same rate are not recorded (JIT, connection set-up, the previous
- * phase's garbage), for both systems alike.
- */
-async function fixedRate(send: () => Promise<unknown>): Promise<Latency> {
-  await openLoop(send, LATENCY_RATE * WARMUP_SECONDS, null);
-  const h = newHistogram();
-  await openLoop(send, LATENCY_RATE * LATENCY_SECONDS, h);
-  const ms = (us: number) => Math.round(us) / 1000;
-  const out = {
-    ratePerSec: LATENCY_RATE,
-    p50Ms: ms(h.getValueAtPercentile(50)),
-    p99Ms: ms(h.getValueAtPercentile(99)),
-    p999Ms: ms(h.getValueAtPercentile(99.9)),
-    maxMs: ms(h.maxValue),
-  };
-  h.destroy();
-  return out;
-}
+/** Open-loop fixed-rate run at LATENCY_RATE (see lib/harness.ts); WARMUP_SECONDS not recorded. */
+const fixedRate = (send: () => Promise<unknown>) => fixedRateRun(send, { ratePerSec: LATENCY_RATE, seconds: LATENCY_SECONDS, warmupSeconds: WARMUP_SECONDS });
 
 async function startNats(storeDir: string): Promise<{ port: number; child: ChildProcess }> {
   const port = await freePort();
@@ -226,35 +142,6 @@ async function natsTarget(port: number): Promise<Target> {
   };
 }
 
-function median(values: number[]): number {
-  const s = [...values].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
-}
-
-async function openLoop(send: () => Promise<unknown>, total: number, h: ReturnType<typeof newHistogram> | null): Promise<void> {
-  const t0 = performance.now() + 50;
-  const pending: Promise<void>[] = [];
-  for (let i = 0; i < total; i++) {
-    const due = t0 + (i * 1000) / LATENCY_RATE;
-    // Never early, and no busy wait (a spinning load generator would steal a core from the
-    // server under test on this 2-core machine): a timer fires at or after the due time.
-    while (performance.now() < due) await new Promise((r) => setTimeout(r, Math.max(1, due - performance.now())));
-    pending.push(send().then(() => h?.recordValue(Math.max(1, Math.round((performance.now() - due) * 1000)))));
-    if (pending.length > 10_000) await Promise.all(pending.splice(0, 5_000));
-  }
-  await Promise.all(pending);
-}
-
-function table(rows: Row[]): string {
-  const head = '| system | mode | msg bytes | produce msg/s | consume msg/s | rate/s | p50 ms | p99 ms | p99.9 ms |';
-  const sep = '|---|---|---:|---:|---:|---:|---:|---:|---:|';
-  const lines = rows.map(
-    (r) =>
-      `| ${r.system} | ${r.mode} | ${r.messageBytes} | ${r.produceMsgsPerSec.toLocaleString('en-US')} | ${r.consumeMsgsPerSec?.toLocaleString('en-US') ?? '-'} | ${r.latency.ratePerSec} | ${r.latency.p50Ms} | ${r.latency.p99Ms} | ${r.latency.p999Ms} |`,
-  );
-  return [head, sep, ...lines].join('\n');
-}
-
 async function main(): Promise<void> {
   const started = performance.now();
   const root = await mkdtemp(join(tmpdir(), 'edgeq-bench-'));
@@ -304,13 +191,7 @@ async function main(): Promise<void> {
           messageBytes: size,
           produceMsgsPerSec: Math.round(tp.produce),
           consumeMsgsPerSec: Math.round(tp.consume),
-          latency: {
-            ratePerSec: LATENCY_RATE,
-            p50Ms: median(lats.map((l) => l.p50Ms)),
-            p99Ms: median(lats.map((l) => l.p99Ms)),
-            p999Ms: median(lats.map((l) => l.p999Ms)),
-            maxMs: median(lats.map((l) => l.maxMs)),
-          },
+          latency: medianLatency(lats, LATENCY_RATE),
           latencyRounds: lats,
         });
       }
