@@ -1,4 +1,4 @@
-// Proves a producer and a group consumer recover when their broker restarts on the same folder and port: sends made while it was down succeed once it is back, and consumption continues without loss.
+// Proves a producer and a group consumer recover when their broker restarts on the same folder and port: sends made while it was down succeed once it is back, and consumption continues without loss (at-least-once: a record not yet committed may be handed out again after the rejoin).
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createClient } from './index.ts';
 import { TestBroker } from './test-support.ts';
@@ -40,6 +40,9 @@ it('recovers after a broker restart', async () => {
       // A poll may fail while the group is re-found; the next one retries.
     }
   }
-  expect(seen.slice(2).sort()).toEqual(['after', 'during']);
+  // At-least-once: nothing lost. The restarted coordinator forgot the group, so the consumer
+  // rejoins and restarts uncommitted partitions from their committed offsets: a record handed out
+  // before the rejoin may come again (never one that was committed).
+  expect([...new Set(seen.slice(2))].sort()).toEqual(['after', 'during']);
   await client.close();
 });
