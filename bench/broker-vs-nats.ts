@@ -23,7 +23,7 @@ import { join } from 'node:path';
 import { connect as natsConnect, AckPolicy, type NatsConnection, type JetStreamClient } from 'nats';
 import { createClient } from '../src/client/index.ts';
 import { spawnBroker } from '../test/helpers/broker-process.ts';
-import { fixedRate as fixedRateRun, freePort, medianLatency, progress, table, windowed as windowedRun, type Latency, type Row } from './lib/harness.ts';
+import { fixedRate as fixedRateRun, freePort, medianLatency, progress, table, windowed as windowedRun, type Latency, type Row, consumeEdgeq } from './lib/harness.ts';
 
 const SIZES = [100, 1024];
 /** Unanswered produce calls allowed at once, for both systems. */
@@ -90,16 +90,7 @@ async function edgeqTarget(port: number, mode: 'interval' | 'sync'): Promise<Tar
       return {
         send: () => producer.send(topic, { value }),
         sendOne: () => quick.send(topic, { value }),
-        consume: async (count) => {
-          const consumer = client.consumer({ fromBeginning: true, maxWaitMs: 100, partitionFetchBytesMax: 4 * 1024 * 1024, fetchMaxBytes: 16 * 1024 * 1024, pollRecordsMax: 50_000 });
-          consumer.assign([{ topic, partition: 0 }]);
-          const c0 = performance.now();
-          let got = 0;
-          while (got < count && performance.now() - c0 < PHASE_SECONDS_MAX * 1000) got += (await consumer.poll({ maxRecords: 50_000, timeoutMs: 1000 })).length;
-          const rate = got / ((performance.now() - c0) / 1000);
-          await consumer.close();
-          return rate;
-        },
+        consume: (count) => consumeEdgeq(client, topic, count, PHASE_SECONDS_MAX),
       };
     },
     close: () => client.close(),

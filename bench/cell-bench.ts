@@ -36,7 +36,7 @@ import { createClient, type Admin, type Producer } from '../src/client/index.ts'
 import { DEFAULT_CONFIG } from '../src/config/index.ts';
 import { ProcessCell } from '../test/helpers/cell-process.ts';
 import { cleanupTempDirs } from '../test/helpers/tmp.ts';
-import { fixedRate, median, medianLatency, progress as say, sleep, table, windowed, type Latency, type Row } from './lib/harness.ts';
+import { fixedRate, median, medianLatency, progress as say, sleep, table, windowed, type Latency, type Row, consumeEdgeq } from './lib/harness.ts';
 import { addStreamWhenReady, startNatsCluster, tail, type NatsCluster } from './lib/nats-cluster.ts';
 
 const num = (name: string, fallback: number): number => {
@@ -232,16 +232,7 @@ function edgeqTarget(cell: ProcessCell): Target {
       return {
         send: () => producer.send(topic, { value }),
         sendOne: () => quick.send(topic, { value }),
-        consume: async (count) => {
-          const consumer = client.consumer({ fromBeginning: true, maxWaitMs: 100, partitionFetchBytesMax: 4 * 1024 * 1024, fetchMaxBytes: 16 * 1024 * 1024, pollRecordsMax: 50_000 });
-          consumer.assign([{ topic, partition: 0 }]);
-          const c0 = performance.now();
-          let got = 0;
-          while (got < count && performance.now() - c0 < PHASE_SECONDS_MAX * 1000) got += (await consumer.poll({ maxRecords: 50_000, timeoutMs: 1000 })).length;
-          const rate = got / ((performance.now() - c0) / 1000);
-          await consumer.close();
-          return rate;
-        },
+        consume: (count) => consumeEdgeq(client, topic, count, PHASE_SECONDS_MAX),
       };
     },
     close: () => client.close(),

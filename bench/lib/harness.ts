@@ -4,6 +4,7 @@
  * progress lines on stderr and the markdown table of results.
  */
 import { createServer } from 'node:net';
+import type { EdgeqClient } from '../../src/client/index.ts';
 import * as hdr from 'hdr-histogram-js';
 
 /** Publish-to-ack latency at a fixed rate. */
@@ -164,4 +165,19 @@ export function table(rows: readonly Row[]): string {
       `| ${r.system} | ${r.mode} | ${r.messageBytes} |${withReplicas ? ` ${r.replicas ?? '-'} |` : ''} ${r.produceMsgsPerSec.toLocaleString('en-US')} | ${r.consumeMsgsPerSec?.toLocaleString('en-US') ?? '-'} | ${r.latency.ratePerSec} | ${r.latency.p50Ms} | ${r.latency.p99Ms} | ${r.latency.p999Ms} |`,
   );
   return [head, sep, ...lines].join('\n');
+}
+
+/**
+ * Reads `count` records of partition 0 of `topic` from the start with an edgeq consumer (large
+ * fetches), bounded by `phaseSecondsMax`; returns records per second.
+ */
+export async function consumeEdgeq(client: EdgeqClient, topic: string, count: number, phaseSecondsMax: number): Promise<number> {
+  const consumer = client.consumer({ fromBeginning: true, maxWaitMs: 100, partitionFetchBytesMax: 4 * 1024 * 1024, fetchMaxBytes: 16 * 1024 * 1024, pollRecordsMax: 50_000 });
+  consumer.assign([{ topic, partition: 0 }]);
+  const c0 = performance.now();
+  let got = 0;
+  while (got < count && performance.now() - c0 < phaseSecondsMax * 1000) got += (await consumer.poll({ maxRecords: 50_000, timeoutMs: 1000 })).length;
+  const rate = got / ((performance.now() - c0) / 1000);
+  await consumer.close();
+  return rate;
 }
