@@ -11,6 +11,7 @@ import { registerLogCommands } from './commands/log.ts';
 import { registerTopicsCommands } from './commands/topics.ts';
 import { registerProduceCommand } from './commands/produce.ts';
 import { registerConsumeCommand } from './commands/consume.ts';
+import { registerGatewayCommand } from './commands/gateway.ts';
 
 /** Builds the program with every subcommand. */
 export function buildProgram(): Command {
@@ -26,6 +27,7 @@ export function buildProgram(): Command {
   registerBrokerCommand(program);
   registerDevCommand(program);
   registerArbiterCommand(program);
+  registerGatewayCommand(program);
   return program;
 }
 

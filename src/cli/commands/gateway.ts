@@ -1,0 +1,63 @@
+/**
+ * `edgeq gateway`: the regional HTTP gateway in front of one cell. Binds 127.0.0.1 unless told
+ * otherwise; auth is on when `--keys` names a keys file and off without one (the local
+ * deployment), and the "listening" line says which. SIGTERM and SIGINT stop it cleanly: the HTTP
+ * server stops accepting, then producers flush and connections close.
+ */
+import { serve } from '@hono/node-server';
+import type { Command } from 'commander';
+import { createClient } from '../../client/index.ts';
+import { EdgeqError } from '../../core/errors.ts';
+import { createLogger } from '../../core/logger.ts';
+import { Authenticator, createGatewayApp } from '../../gateway/index.ts';
+import { addBrokersOption, brokersOf } from './topics.ts';
+
+interface GatewayFlags {
+  host?: string;
+  port?: string;
+  keys?: string;
+}
+
+/** Registers `edgeq gateway`. */
+export function registerGatewayCommand(program: Command): void {
+  // --brokers is the global option the cluster commands share (default $EDGEQ_BROKERS, else 127.0.0.1:9092).
+  addBrokersOption(program);
+  program
+    .command('gateway')
+    .description('run the HTTP gateway in front of a cell (bootstrap brokers from the global --brokers)')
+    .option('--port <n>', 'HTTP port; 0 picks a free one (default 8080)')
+    .option('--host <addr>', 'address to listen on (default 127.0.0.1)')
+    .option('--keys <file>', 'API keys file (JSON; see docs/http-api.md); without it auth is off')
+    .action(async (flags: GatewayFlags, cmd: Command) => {
+      const port = Number(flags.port ?? '8080');
+      if (!Number.isInteger(port) || port < 0 || port > 65535) throw new EdgeqError('INVALID_CONFIG', `--port must be a port in [0, 65535], got ${flags.port}`, { details: { key: 'port' } });
+      const brokers = brokersOf(cmd);
+      if (brokers.length === 0) throw new EdgeqError('INVALID_CONFIG', '--brokers needs at least one host:port', { details: { key: 'brokers' } });
+      const host = flags.host ?? '127.0.0.1';
+      const logger = createLogger({ level: process.env.EDGEQ_LOG_LEVEL ?? 'info', name: 'gateway' });
+      const auth = flags.keys ? await Authenticator.fromFile(flags.keys) : null;
+      const client = createClient({ brokers, clientId: 'edgeq-gateway', logger });
+      const app = createGatewayApp({ client, auth });
+      const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
+        const s = serve({ fetch: app.fetch, hostname: host, port }, (info) => {
+          // One machine-readable line for supervisors and tests, like the broker's.
+          process.stdout.write(`${JSON.stringify({ event: 'listening', service: 'gateway', host, port: info.port, pid: process.pid, auth: auth !== null })}\n`);
+          resolve(s);
+        });
+      });
+      await new Promise<void>((resolve) => {
+        const stop = (signal: string) => {
+          logger.info({ signal }, 'stopping');
+          server.close(() => {
+            void app
+              .close()
+              .then(() => client.close())
+              .catch((err: unknown) => logger.error({ err }, 'clean stop failed'))
+              .finally(resolve);
+          });
+        };
+        process.once('SIGTERM', () => stop('SIGTERM'));
+        process.once('SIGINT', () => stop('SIGINT'));
+      });
+    });
+}

@@ -1,0 +1,211 @@
+/**
+ * The gateway's Hono app: health, topics, produce (JSON, protobuf, raw octets), long-poll reads and
+ * the cell status, in front of one cell through the client library. Routes only parse, check and
+ * call the backend; every failure is an EdgeqError that `onGatewayError` turns into problem+json.
+ */
+import { Hono, type Context } from 'hono';
+import type { AcksOption, EdgeqClient, NewTopic } from '../client/index.ts';
+import { EdgeqError } from '../core/index.ts';
+import { Acks, encodeMessage, type AcksValue, type ProduceResponse } from '../protocol/index.ts';
+import { auth, authorize, type Authenticator, type AuthVariables } from './auth.ts';
+import { GatewayBackend } from './backend.ts';
+import { mediaType, readBody } from './body.ts';
+import { onGatewayError, onGatewayNotFound } from './errors.ts';
+import { resolveLimits, type GatewayLimits } from './limits.ts';
+import { checkRecords, parseJsonRecords, parseProtobufRecords, parseValueEncoding, toJsonRecord, type GatewayRecord } from './records.ts';
+
+/** What the app is built from. */
+export interface GatewayDeps {
+  client: EdgeqClient;
+  /** null or absent: no auth (the local deployment). */
+  auth?: Authenticator | null;
+  limits?: Partial<GatewayLimits>;
+}
+
+/** The app plus what it holds open. */
+export type GatewayApp = Hono<{ Variables: AuthVariables }> & { close(): Promise<void> };
+
+type Ctx = Context<{ Variables: AuthVariables }>;
+
+/** Default records per read when `maxRecords` is absent. */
+export const READ_RECORDS_DEFAULT = 100;
+
+/** A query or path number: a non-negative safe integer, or INVALID_ARGUMENT naming the parameter. */
+function intParam(raw: string | undefined, name: string, o: { fallback?: number; min?: number; max?: number } = {}): number {
+  if (raw === undefined || raw === '') {
+    if (o.fallback !== undefined) return o.fallback;
+    throw new EdgeqError('INVALID_ARGUMENT', `${name} is required`, { details: { parameter: name } });
+  }
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n)) throw new EdgeqError('INVALID_ARGUMENT', `${name} must be a non-negative integer, got "${raw}"`, { details: { parameter: name } });
+  if ((o.min !== undefined && n < o.min) || (o.max !== undefined && n > o.max)) {
+    throw new EdgeqError('INVALID_ARGUMENT', `${name} must be within ${o.min ?? 0}..${o.max ?? Number.MAX_SAFE_INTEGER}, got ${n}`, { details: { parameter: name } });
+  }
+  return n;
+}
+
+function parseAcks(raw: string | undefined): AcksOption | null {
+  if (raw === undefined) return null;
+  if (raw === '0') return 0;
+  if (raw === '1') return 1;
+  if (raw === 'all' || raw === '-1') return 'all';
+  throw new EdgeqError('INVALID_ARGUMENT', `acks must be 0, 1 or all, got "${raw}"`, { details: { parameter: 'acks' } });
+}
+
+function acksFromWire(v: AcksValue | undefined): AcksOption | null {
+  return v === Acks.NONE ? 0 : v === Acks.LEADER ? 1 : v === Acks.ALL ? 'all' : null;
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function parseNewTopic(body: Buffer): NewTopic {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(body.toString('utf8'));
+  } catch (err) {
+    throw new EdgeqError('INVALID_ARGUMENT', `body is not valid JSON: ${(err as Error).message}`, { cause: err });
+  }
+  if (!isPlainObject(doc)) throw new EdgeqError('INVALID_ARGUMENT', 'body must be a JSON object');
+  const { name, partitions, replicationFactor, config } = doc;
+  if (typeof name !== 'string' || name === '') throw new EdgeqError('INVALID_ARGUMENT', '"name" must be a non-empty string');
+  if (typeof partitions !== 'number' || !Number.isSafeInteger(partitions) || partitions < 1) throw new EdgeqError('INVALID_ARGUMENT', '"partitions" must be a positive integer');
+  if (replicationFactor !== undefined && (typeof replicationFactor !== 'number' || !Number.isSafeInteger(replicationFactor) || replicationFactor < 1)) {
+    throw new EdgeqError('INVALID_ARGUMENT', '"replicationFactor" must be a positive integer');
+  }
+  const cfg: Record<string, string> = {};
+  if (config !== undefined) {
+    if (!isPlainObject(config)) throw new EdgeqError('INVALID_ARGUMENT', '"config" must be an object of strings');
+    for (const [k, v] of Object.entries(config)) {
+      if (typeof v !== 'string' && typeof v !== 'number') throw new EdgeqError('INVALID_ARGUMENT', `config "${k}" must be a string`);
+      cfg[k] = String(v);
+    }
+  }
+  return { name, partitions, ...(replicationFactor !== undefined ? { replicationFactor } : {}), config: cfg };
+}
+
+function requireJson(c: Ctx): void {
+  if (mediaType(c) !== 'application/json') throw new EdgeqError('UNSUPPORTED_MEDIA_TYPE', `expected application/json, got "${c.req.header('content-type') ?? ''}"`);
+}
+
+function wantsProtobuf(c: Ctx): boolean {
+  return (c.req.header('accept') ?? '').toLowerCase().includes('application/x-protobuf');
+}
+
+/** Builds the gateway app over `deps.client`. `close()` closes the producers and consumers it made. */
+export function createGatewayApp(deps: GatewayDeps): GatewayApp {
+  const limits = resolveLimits(deps.limits);
+  const backend = new GatewayBackend(deps.client, limits);
+  const app = new Hono<{ Variables: AuthVariables }>();
+  app.onError(onGatewayError);
+  app.notFound(onGatewayNotFound);
+
+  // Probes answer without a key: orchestrators call them.
+  app.get('/healthz', (c) => c.json({ status: 'ok' }));
+  app.get('/readyz', async (c) => {
+    let leaderless: { topic: string; partition: number }[];
+    try {
+      const names = await backend.admin.listTopics();
+      const topics = names.length > 0 ? await backend.admin.describeTopics(names) : [];
+      leaderless = topics.flatMap((t) => t.partitions.filter((p) => p.leaderId < 0).map((p) => ({ topic: t.name, partition: p.partition })));
+    } catch (err) {
+      throw new EdgeqError('BROKER_NOT_AVAILABLE', `the cell did not answer: ${(err as Error).message}`, { cause: err });
+    }
+    if (leaderless.length > 0) {
+      throw new EdgeqError('LEADER_NOT_AVAILABLE', `${leaderless.length} partition(s) have no leader, e.g. ${leaderless[0]!.topic}-${leaderless[0]!.partition}`, { details: { leaderless } });
+    }
+    return c.json({ status: 'ready' });
+  });
+
+  app.use('/v1/*', auth(deps.auth ?? null));
+
+  app.get('/v1/cell', async (c) => {
+    authorize(c, 'admin', '*');
+    return c.json(await backend.admin.cellStatus());
+  });
+
+  app.post('/v1/topics', async (c) => {
+    requireJson(c);
+    const topic = parseNewTopic(await readBody(c, limits.bodyBytesMax));
+    authorize(c, 'admin', topic.name);
+    await backend.admin.createTopics([topic]);
+    backend.forget(topic.name);
+    const [described] = await backend.admin.describeTopics([topic.name]);
+    return c.json(described ?? { name: topic.name }, 201);
+  });
+
+  app.get('/v1/topics', async (c) => {
+    const p = c.get('principal');
+    const names = await backend.admin.listTopics();
+    return c.json({ topics: p ? names.filter((n) => p.seesTopic(n)) : names });
+  });
+
+  app.get('/v1/topics/:name', async (c) => {
+    const name = c.req.param('name');
+    // Readers and writers need the partition count too, so any grant on the topic may describe it.
+    authorize(c, ['read', 'write', 'admin'], name);
+    const [described] = await backend.admin.describeTopics([name]);
+    return c.json(described);
+  });
+
+  app.delete('/v1/topics/:name', async (c) => {
+    const name = c.req.param('name');
+    authorize(c, 'admin', name);
+    await backend.admin.deleteTopics([name]);
+    backend.forget(name);
+    backend.dropConsumers(name);
+    return c.body(null, 204);
+  });
+
+  app.post('/v1/topics/:name/records', async (c) => {
+    const topic = c.req.param('name');
+    authorize(c, 'write', topic);
+    let acks = parseAcks(c.req.query('acks'));
+    const type = mediaType(c);
+    if (type !== 'application/json' && type !== 'application/x-protobuf' && type !== 'application/octet-stream') {
+      throw new EdgeqError('UNSUPPORTED_MEDIA_TYPE', `expected application/json, application/x-protobuf or application/octet-stream, got "${c.req.header('content-type') ?? ''}"`);
+    }
+    const body = await readBody(c, limits.bodyBytesMax);
+    let records: GatewayRecord[];
+    if (type === 'application/json') records = parseJsonRecords(body);
+    else if (type === 'application/x-protobuf') {
+      const parsed = await parseProtobufRecords(body, topic);
+      records = parsed.records;
+      acks ??= acksFromWire(parsed.acks);
+    } else {
+      const rawPartition = c.req.header('x-edgeq-partition');
+      const key = c.req.header('x-edgeq-key');
+      records = [{ key: key === undefined ? null : Buffer.from(key, 'utf8'), value: body, headers: {}, partition: rawPartition === undefined ? null : intParam(rawPartition, 'X-Edgeq-Partition') }];
+    }
+    const partitionCount = await backend.partitionCount(topic);
+    // Every record is checked before any is sent: a refused request writes nothing.
+    checkRecords(records, { topic, partitionCount, recordBytesMax: limits.recordBytesMax, recordsMax: limits.recordsMax });
+    const offsets = (await backend.produce(topic, records, acks ?? 'all')).map((m) => ({ partition: m.partition, offset: m.offset }));
+    if (type === 'application/x-protobuf' && wantsProtobuf(c)) {
+      // One result per partition: its first offset in this request, like the broker's base offset.
+      const first = new Map<number, number>();
+      for (const o of offsets) if (!first.has(o.partition) || o.offset < first.get(o.partition)!) first.set(o.partition, o.offset);
+      const res: ProduceResponse = {
+        topics: [{ name: topic, partitions: [...first].map(([partition, baseOffset]) => ({ partition, baseOffset, logAppendTimeMs: -1, logStartOffset: -1, leaderEpoch: -1 })) }],
+      };
+      return c.body(new Uint8Array(encodeMessage('ProduceResponse', res)), 200, { 'content-type': 'application/x-protobuf' });
+    }
+    return c.json({ offsets });
+  });
+
+  app.get('/v1/topics/:name/partitions/:partition/records', async (c) => {
+    const topic = c.req.param('name');
+    authorize(c, 'read', topic);
+    const partition = intParam(c.req.param('partition'), 'partition');
+    const offset = intParam(c.req.query('offset'), 'offset', { fallback: 0 });
+    const maxRecords = intParam(c.req.query('maxRecords'), 'maxRecords', { fallback: Math.min(READ_RECORDS_DEFAULT, limits.recordsMax), min: 1, max: limits.recordsMax });
+    const waitMs = intParam(c.req.query('waitMs'), 'waitMs', { fallback: 0, max: limits.waitMsMax });
+    const encoding = parseValueEncoding(c.req.query('valueEncoding'));
+    await backend.checkPartition(topic, partition);
+    const res = await backend.read(topic, partition, { offset, maxRecords, waitMs });
+    return c.json({ records: res.records.map((r) => toJsonRecord(r, encoding)), nextOffset: res.nextOffset, highWatermark: res.highWatermark });
+  });
+
+  return Object.assign(app, { close: () => backend.close() });
+}

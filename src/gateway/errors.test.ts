@@ -1,0 +1,40 @@
+// Proves errors become RFC 9457 problem+json with the status from the core error table, that throttling carries Retry-After, that unexpected errors do not leak their message, and that the limits are checked at start-up.
+import { describe, expect, it } from 'vitest';
+import { EdgeqError, ERROR_SPECS } from '../core/index.ts';
+import { GATEWAY_LIMITS, problemResponse, resolveLimits, toProblem } from './index.ts';
+
+describe('problem+json', () => {
+  it('takes the status from ERROR_SPECS for every code', () => {
+    for (const code of Object.keys(ERROR_SPECS) as (keyof typeof ERROR_SPECS)[]) {
+      const p = toProblem(new EdgeqError(code, 'why'));
+      expect(p).toMatchObject({ code, status: ERROR_SPECS[code].http, detail: 'why', type: `urn:edgeq:error:${code}`, retriable: ERROR_SPECS[code].retriable });
+      expect(p.title.length).toBeGreaterThan(0);
+    }
+  });
+
+  it('answers 429 with Retry-After, from the hint when there is one', async () => {
+    const plain = problemResponse(new EdgeqError('THROTTLED', 'slow down'));
+    expect(plain.status).toBe(429);
+    expect(plain.headers.get('retry-after')).toBe('1');
+    expect(plain.headers.get('content-type')).toBe('application/problem+json');
+    const hinted = problemResponse(new EdgeqError('THROTTLED', 'slow down', { details: { retryAfterMs: 2500 } }));
+    expect(hinted.headers.get('retry-after')).toBe('3');
+    expect(problemResponse(new EdgeqError('NOT_FOUND', 'x')).headers.get('retry-after')).toBeNull();
+  });
+
+  it('hides the message of anything that is not an EdgeqError', async () => {
+    const res = problemResponse(new Error('secret path /etc/x'));
+    expect(res.status).toBe(500);
+    const body = (await res.json()) as { code: string; detail: string };
+    expect(body.code).toBe('UNKNOWN');
+    expect(body.detail).not.toContain('secret');
+  });
+});
+
+describe('limits', () => {
+  it('fills defaults and refuses bounds that do not fit together', () => {
+    expect(resolveLimits()).toEqual(GATEWAY_LIMITS);
+    expect(() => resolveLimits({ recordBytesMax: 10, bodyBytesMax: 5 })).toThrow(/recordBytesMax/);
+    expect(() => resolveLimits({ waitMsMax: -1 })).toThrow(/waitMsMax/);
+  });
+});

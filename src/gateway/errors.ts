@@ -1,0 +1,64 @@
+/**
+ * Errors as RFC 9457 problem details. Every route throws EdgeqError; this file is the one place
+ * where an error becomes a response. The status comes from the code's entry in ERROR_SPECS (core),
+ * so the gateway never keeps a second code→status table.
+ */
+import type { Context } from 'hono';
+import { EdgeqError, ERROR_SPECS, type ErrorCode } from '../core/index.ts';
+
+/** Media type of every error body. */
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+
+/** Seconds a throttled client is told to wait when the error carries no better hint. */
+export const RETRY_AFTER_SECONDS_DEFAULT = 1;
+
+/** The body of an error response. */
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  code: ErrorCode;
+  detail: string;
+  retriable: boolean;
+}
+
+/** Stable type URI for a code (a URN: there is no page to dereference, and the code is the contract). */
+export function problemType(code: ErrorCode): string {
+  return `urn:edgeq:error:${code}`;
+}
+
+function titleOf(code: ErrorCode): string {
+  const words = code.toLowerCase().split('_').join(' ');
+  return words.charAt(0).toUpperCase() + words.slice(1);
+}
+
+/**
+ * The problem for any thrown value. Anything that is not an EdgeqError is a bug or an unexpected
+ * failure: it is reported as UNKNOWN without its message, which could leak internals.
+ */
+export function toProblem(err: unknown): Problem {
+  const e = err instanceof EdgeqError ? err : new EdgeqError('UNKNOWN', 'internal error', { cause: err });
+  return { type: problemType(e.code), title: titleOf(e.code), status: ERROR_SPECS[e.code].http, code: e.code, detail: e.message, retriable: e.retriable };
+}
+
+/** Builds the problem+json response for `err` (429 answers carry Retry-After). */
+export function problemResponse(err: unknown): Response {
+  const problem = toProblem(err);
+  const headers = new Headers({ 'content-type': PROBLEM_CONTENT_TYPE });
+  if (problem.status === 429) {
+    const hintMs = err instanceof EdgeqError ? err.details['retryAfterMs'] : undefined;
+    const seconds = typeof hintMs === 'number' && hintMs > 0 ? Math.ceil(hintMs / 1000) : RETRY_AFTER_SECONDS_DEFAULT;
+    headers.set('retry-after', String(seconds));
+  }
+  return new Response(JSON.stringify(problem), { status: problem.status, headers });
+}
+
+/** The app's `onError` handler. */
+export function onGatewayError(err: Error, _c: Context): Response {
+  return problemResponse(err);
+}
+
+/** The app's `notFound` handler: unknown routes are problems too. */
+export function onGatewayNotFound(c: Context): Response {
+  return problemResponse(new EdgeqError('NOT_FOUND', `no route for ${c.req.method} ${c.req.path}`));
+}

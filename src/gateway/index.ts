@@ -1,0 +1,6 @@
+/** The regional HTTP gateway: a Hono app in front of one cell, with API-key auth and problem+json errors. */
+export { createGatewayApp, READ_RECORDS_DEFAULT, type GatewayApp, type GatewayDeps } from './app.ts';
+export { auth, authorize, Authenticator, Principal, hashApiKey, GRANTS_PER_KEY_MAX, type Action, type AuthVariables, type KeysFile } from './auth.ts';
+export { problemResponse, toProblem, problemType, PROBLEM_CONTENT_TYPE, RETRY_AFTER_SECONDS_DEFAULT, type Problem } from './errors.ts';
+export { GATEWAY_LIMITS, resolveLimits, type GatewayLimits } from './limits.ts';
+export { READ_ROUND_TRIP_MS } from './backend.ts';

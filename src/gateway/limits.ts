@@ -1,0 +1,49 @@
+/**
+ * The gateway's bounds. Every request body, record, long poll and cache is limited by one of these,
+ * and `resolveLimits` checks how they relate at start-up.
+ */
+import { EdgeqError } from '../core/index.ts';
+
+/** Bounds on what one request may carry or hold. */
+export interface GatewayLimits {
+  /** Largest request body; checked on Content-Length and again on the bytes actually streamed. */
+  bodyBytesMax: number;
+  /** Largest single record (key + value + header names and values). */
+  recordBytesMax: number;
+  /** Longest a read may wait for records. */
+  waitMsMax: number;
+  /** Most records one request may produce or read. */
+  recordsMax: number;
+  /** Reads waiting at once; beyond this the gateway answers 429 rather than queue long polls. */
+  readsInflightMax: number;
+  /** Idle consumers kept for reuse (each holds broker connections). */
+  consumersIdleMax: number;
+  /** Topics whose partition counts are cached. */
+  topicCacheMax: number;
+  /** How long a cached partition count is trusted. */
+  topicCacheTtlMs: number;
+}
+
+/** Defaults: 1 MiB records in bodies of up to 8 MiB (room for a batch of several large records). */
+export const GATEWAY_LIMITS: GatewayLimits = {
+  bodyBytesMax: 8 * 1024 * 1024,
+  recordBytesMax: 1024 * 1024,
+  waitMsMax: 30_000,
+  recordsMax: 10_000,
+  readsInflightMax: 256,
+  consumersIdleMax: 32,
+  topicCacheMax: 1024,
+  topicCacheTtlMs: 1_000,
+};
+
+/** Fills defaults and checks the bounds: a record must fit in a body, and every bound is positive. */
+export function resolveLimits(partial: Partial<GatewayLimits> = {}): GatewayLimits {
+  const limits = { ...GATEWAY_LIMITS, ...partial };
+  for (const [key, value] of Object.entries(limits)) {
+    if (!Number.isSafeInteger(value) || value < 0) throw new EdgeqError('INVALID_CONFIG', `gateway limit ${key} must be a non-negative integer, got ${value}`, { details: { key } });
+  }
+  if (limits.recordBytesMax > limits.bodyBytesMax) {
+    throw new EdgeqError('INVALID_CONFIG', `gateway limit recordBytesMax (${limits.recordBytesMax}) exceeds bodyBytesMax (${limits.bodyBytesMax})`, { details: { key: 'recordBytesMax' } });
+  }
+  return limits;
+}

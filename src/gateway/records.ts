@@ -1,0 +1,147 @@
+/**
+ * Turning produce bodies (JSON, protobuf ProduceRequest, raw octets) into validated records, and
+ * stored records into JSON. Everything here is pure: a body is either fully valid or refused, so a
+ * refused request never reaches the producer and writes nothing.
+ */
+import { EdgeqError } from '../core/index.ts';
+import { decodeBatches, type RecordInput } from '../log/index.ts';
+import { decodeBody, type ProduceRequest } from '../protocol/index.ts';
+
+/** A record checked and ready to send; `partition` null lets the partitioner choose. */
+export interface GatewayRecord {
+  key: Buffer | null;
+  value: Buffer | null;
+  headers: Record<string, Buffer>;
+  partition: number | null;
+  timestamp?: number;
+}
+
+/** How values are written in JSON bodies and answers. */
+export type ValueEncoding = 'utf8' | 'base64';
+
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+function invalid(message: string, details: Record<string, unknown> = {}): EdgeqError {
+  return new EdgeqError('INVALID_ARGUMENT', message, { details });
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Parses a `valueEncoding` given in a body or query; absent means utf8. */
+export function parseValueEncoding(v: unknown): ValueEncoding {
+  if (v === undefined || v === 'utf8') return 'utf8';
+  if (v === 'base64') return 'base64';
+  throw invalid(`valueEncoding must be "utf8" or "base64", got ${JSON.stringify(v)}`);
+}
+
+function decodeValue(v: unknown, encoding: ValueEncoding, i: number): Buffer | null {
+  if (v === null) return null;
+  if (typeof v !== 'string') throw invalid(`record ${i}: value must be a string or null`, { record: i });
+  if (encoding === 'utf8') return Buffer.from(v, 'utf8');
+  if (!BASE64.test(v)) throw invalid(`record ${i}: value is not valid base64`, { record: i });
+  return Buffer.from(v, 'base64');
+}
+
+/** Bytes a record counts against recordBytesMax: key, value, header names and values. */
+export function recordBytes(r: { key: Buffer | null; value: Buffer | null; headers: Record<string, Buffer> }): number {
+  let n = (r.key?.length ?? 0) + (r.value?.length ?? 0);
+  for (const [k, v] of Object.entries(r.headers)) n += Buffer.byteLength(k) + v.length;
+  return n;
+}
+
+/** Parses and checks a JSON produce body (structure only; sizes and partitions are checked by `checkRecords`). */
+export function parseJsonRecords(body: Buffer): GatewayRecord[] {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(body.toString('utf8'));
+  } catch (err) {
+    throw new EdgeqError('INVALID_ARGUMENT', `body is not valid JSON: ${(err as Error).message}`, { cause: err });
+  }
+  if (!isPlainObject(doc)) throw invalid('body must be a JSON object with a "records" array');
+  const encoding = parseValueEncoding(doc['valueEncoding']);
+  const list = doc['records'];
+  if (!Array.isArray(list)) throw invalid('"records" must be an array');
+  return list.map((raw: unknown, i): GatewayRecord => {
+    if (!isPlainObject(raw)) throw invalid(`record ${i} must be an object`, { record: i });
+    if (!('value' in raw)) throw invalid(`record ${i} needs a "value" (a string or null)`, { record: i });
+    const key = raw['key'];
+    if (key !== undefined && key !== null && typeof key !== 'string') throw invalid(`record ${i}: key must be a string or null`, { record: i });
+    const headers: Record<string, Buffer> = {};
+    const rawHeaders = raw['headers'];
+    if (rawHeaders !== undefined && rawHeaders !== null) {
+      if (!isPlainObject(rawHeaders)) throw invalid(`record ${i}: headers must be an object of strings`, { record: i });
+      for (const [k, v] of Object.entries(rawHeaders)) {
+        if (typeof v !== 'string') throw invalid(`record ${i}: header "${k}" must be a string`, { record: i });
+        headers[k] = Buffer.from(v, 'utf8');
+      }
+    }
+    const partition = raw['partition'];
+    if (partition !== undefined && partition !== null && !(typeof partition === 'number' && Number.isSafeInteger(partition))) {
+      throw invalid(`record ${i}: partition must be an integer`, { record: i });
+    }
+    return {
+      key: typeof key === 'string' ? Buffer.from(key, 'utf8') : null,
+      value: decodeValue(raw['value'], encoding, i),
+      headers,
+      partition: typeof partition === 'number' ? partition : null,
+    };
+  });
+}
+
+/** Decodes a protobuf ProduceRequest for `topic`: it must name only that topic, and its batches must decode. */
+export async function parseProtobufRecords(body: Buffer, topic: string): Promise<{ records: GatewayRecord[]; acks: ProduceRequest['acks'] }> {
+  const req = decodeBody<ProduceRequest>('ProduceRequest', body);
+  const topics = req.topics ?? [];
+  if (topics.length !== 1 || topics[0]?.name !== topic) {
+    throw invalid(`the ProduceRequest must carry exactly one topic, "${topic}" (the one in the path)`, { topic });
+  }
+  const records: GatewayRecord[] = [];
+  for (const p of topics[0].partitions ?? []) {
+    // decodeBatches checks each batch's CRC and throws CORRUPT_BATCH (400) on bad bytes.
+    const decoded = await decodeBatches(Buffer.from(p.records ?? new Uint8Array(0)));
+    for (const r of decoded) {
+      const headers: Record<string, Buffer> = {};
+      for (const h of r.headers) headers[h.key] = h.value ?? Buffer.alloc(0);
+      records.push({ key: r.key, value: r.value, headers, partition: p.partition, timestamp: r.timestamp });
+    }
+  }
+  return { records, acks: req.acks };
+}
+
+/** Checks counts, sizes and partitions of every record before any is sent. */
+export function checkRecords(records: readonly GatewayRecord[], o: { topic: string; partitionCount: number; recordBytesMax: number; recordsMax: number }): void {
+  if (records.length === 0) throw invalid('no records to produce');
+  if (records.length > o.recordsMax) throw invalid(`${records.length} records is over recordsMax ${o.recordsMax}`, { recordsMax: o.recordsMax });
+  records.forEach((r, i) => {
+    const bytes = recordBytes(r);
+    if (bytes > o.recordBytesMax) {
+      throw new EdgeqError('MESSAGE_TOO_LARGE', `record ${i} is ${bytes} bytes, over recordBytesMax ${o.recordBytesMax}`, { details: { record: i, bytes, recordBytesMax: o.recordBytesMax } });
+    }
+    if (r.partition !== null && (r.partition < 0 || r.partition >= o.partitionCount)) {
+      throw new EdgeqError('UNKNOWN_TOPIC_OR_PARTITION', `topic "${o.topic}" has no partition ${r.partition} (it has ${o.partitionCount})`, { details: { topic: o.topic, partition: r.partition } });
+    }
+  });
+}
+
+/** The producer's form of a gateway record. */
+export function toRecordInput(r: GatewayRecord): RecordInput {
+  return { key: r.key, value: r.value, headers: r.headers, ...(r.timestamp !== undefined ? { timestamp: r.timestamp } : {}) };
+}
+
+/** A stored record as JSON. */
+export interface JsonRecord {
+  offset: number;
+  key: string | null;
+  value: string | null;
+  headers: Record<string, string>;
+  timestamp: number;
+}
+
+/** Renders a read record (keys and header values as UTF-8, values per `encoding`). */
+export function toJsonRecord(r: { offset: number; key: Buffer | null; value: Buffer | null; headers: readonly { key: string; value: Buffer | null }[]; timestamp: number }, encoding: ValueEncoding): JsonRecord {
+  const headers: Record<string, string> = {};
+  for (const h of r.headers) headers[h.key] = h.value?.toString('utf8') ?? '';
+  return { offset: r.offset, key: r.key?.toString('utf8') ?? null, value: r.value?.toString(encoding) ?? null, headers, timestamp: r.timestamp };
+}
