@@ -1,4 +1,4 @@
-// Proves the local deployment (`edgeq dev`, what `npm start` runs) with real processes: it starts
+// Proves the local deployment (`edgeq dev`, what `npm start` runs) with real processes: it starts a gateway,
 // an arbiter and three brokers and says where they are; a broker killed with SIGKILL is restarted
 // by the supervisor and rejoins; SIGTERM stops every process (no orphans); starting again on the
 // same data folder brings the topic and its records back.
@@ -34,12 +34,13 @@ async function freeRange(n: number): Promise<number> {
 }
 
 interface Ready {
+  gateway: string;
   brokers: string;
   processes: { name: string; pid: number }[];
 }
 
-function startDev(dataDir: string, brokerPort: number, arbiterPort: number) {
-  const child = spawn(process.execPath, [BIN, 'dev', '--data-dir', dataDir, '--broker-port', String(brokerPort), '--arbiter-port', String(arbiterPort)], {
+function startDev(dataDir: string, brokerPort: number, arbiterPort: number, gatewayPort: number) {
+  const child = spawn(process.execPath, [BIN, 'dev', '--data-dir', dataDir, '--broker-port', String(brokerPort), '--arbiter-port', String(arbiterPort), '--port', String(gatewayPort)], {
     env: { ...process.env, EDGEQ_LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -74,10 +75,12 @@ function alive(pid: number): boolean {
 describe('edgeq dev', () => {
   it('runs a supervised cell, restarts a killed broker, stops cleanly and keeps data across restarts', async () => {
     const dataDir = await tempDir('edgeq-dev-');
-    const base = await freeRange(4);
-    let dev = startDev(dataDir, base, base + 3);
+    const base = await freeRange(5);
+    let dev = startDev(dataDir, base, base + 3, base + 4);
     let ready = await dev.ready;
-    expect(ready.processes.map((p) => p.name).sort()).toEqual(['arbiter', 'broker-1', 'broker-2', 'broker-3']);
+    expect(ready.processes.map((p) => p.name).sort()).toEqual(['arbiter', 'broker-1', 'broker-2', 'broker-3', 'gateway']);
+    expect(ready.gateway).toBe(`http://127.0.0.1:${base + 4}`);
+    expect((await fetch(`${ready.gateway}/healthz`)).status).toBe(200);
     const client = createClient({ brokers: ready.brokers.split(','), metadataMaxAgeMs: 500 });
     try {
       await client.admin().createTopics([{ name: 'dev', partitions: 1, replicationFactor: 3 }]);
@@ -102,7 +105,7 @@ describe('edgeq dev', () => {
     for (const pid of pids) expect(alive(pid), `pid ${pid} still running`).toBe(false);
 
     // Again on the same folder: the records are back.
-    dev = startDev(dataDir, base, base + 3);
+    dev = startDev(dataDir, base, base + 3, base + 4);
     ready = await dev.ready;
     const again = createClient({ brokers: ready.brokers.split(',') });
     try {
@@ -115,6 +118,11 @@ describe('edgeq dev', () => {
       }, 30_000, 'the records after a restart');
       expect(seen).toEqual(['d0', 'd1', 'd2', 'd3', 'd4']);
       await consumer.close();
+      // The gateway reads the same records over HTTP.
+      const res = await fetch(`${ready.gateway}/v1/topics/dev/partitions/0/records?offset=0&maxRecords=10&waitMs=1000`);
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as { records: { value: string }[] };
+      expect(body.records.map((r) => r.value)).toEqual(['d0', 'd1', 'd2', 'd3', 'd4']);
     } finally {
       await again.close();
       dev.child.kill('SIGTERM');

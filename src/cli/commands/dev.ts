@@ -14,6 +14,7 @@ import { Supervisor } from '../supervisor.ts';
 
 interface DevFlags {
   dataDir?: string;
+  port?: string;
   brokers?: string;
   brokerPort?: string;
   arbiterPort?: string;
@@ -31,6 +32,7 @@ export function registerDevCommand(program: Command): void {
     .command('dev')
     .description('run the local deployment: embedded arbiter + a cell of brokers, supervised, on 127.0.0.1')
     .option('--data-dir <dir>', 'data folder (EDGEQ_DATA_DIR, default ./data)')
+    .option('--port <n>', 'gateway HTTP port (EDGEQ_PORT, default 8080)')
     .option('--brokers <n>', 'brokers in the cell (default 3)')
     .option('--broker-port <n>', 'first broker port; broker i listens on port + i - 1 (EDGEQ_BROKER_PORT, default 9092)')
     .option('--arbiter-port <n>', 'arbiter port (EDGEQ_ARBITER_PORT, default 7090)')
@@ -41,10 +43,12 @@ export function registerDevCommand(program: Command): void {
       if (!Number.isInteger(count) || count < 1 || count > 9) throw new EdgeqError('INVALID_CONFIG', `--brokers must be 1..9, got ${flags.brokers}`, { details: { key: 'brokers' } });
       const brokerPort = portOf(flags.brokerPort ?? process.env.EDGEQ_BROKER_PORT, 9092, 'EDGEQ_BROKER_PORT');
       const arbiterPort = portOf(flags.arbiterPort ?? process.env.EDGEQ_ARBITER_PORT, 7090, 'EDGEQ_ARBITER_PORT');
+      const gatewayPort = portOf(flags.port ?? process.env.EDGEQ_PORT, 8080, 'EDGEQ_PORT');
       await mkdir(dataDir, { recursive: true });
       const sup = new Supervisor({ logger });
       const stopAll = async () => {
-        await sup.stop(Array.from({ length: count }, (_, i) => `broker-${i + 1}`).concat('arbiter'));
+        // The gateway first (no new requests), then the brokers (they flush), then the arbiter.
+        await sup.stop(['gateway', ...Array.from({ length: count }, (_, i) => `broker-${i + 1}`), 'arbiter']);
       };
       try {
         await sup.start({ name: 'arbiter', args: ['arbiter', '--port', String(arbiterPort), '--data-dir', join(dataDir, 'arbiter')] });
@@ -66,15 +70,24 @@ export function registerDevCommand(program: Command): void {
             }),
           ),
         );
+        // The local deployment runs without API keys; the gateway's listening line says so.
+        await sup.start({
+          name: 'gateway',
+          args: ['gateway', '--brokers', Array.from({ length: count }, (_, i) => `127.0.0.1:${brokerPort + i}`).join(','), '--host', '127.0.0.1', '--port', String(gatewayPort)],
+          env: { EDGEQ_LOG_LEVEL: process.env.EDGEQ_LOG_LEVEL ?? 'warn' },
+        });
       } catch (err) {
         await stopAll();
         throw err;
       }
       const brokers = Array.from({ length: count }, (_, i) => `127.0.0.1:${brokerPort + i}`).join(',');
+      const gateway = `http://127.0.0.1:${gatewayPort}`;
       process.stdout.write(
-        `${JSON.stringify({ event: 'ready', arbiter: `127.0.0.1:${arbiterPort}`, brokers, dataDir, processes: sup.status().map((s) => ({ name: s.name, pid: s.pid })) })}\n`,
+        `${JSON.stringify({ event: 'ready', gateway, arbiter: `127.0.0.1:${arbiterPort}`, brokers, dataDir, auth: false, processes: sup.status().map((s) => ({ name: s.name, pid: s.pid })) })}\n`,
       );
-      process.stderr.write(`edgeq dev: cell of ${count} brokers at ${brokers} (arbiter 127.0.0.1:${arbiterPort}, data in ${dataDir}); Ctrl-C stops everything\n`);
+      process.stderr.write(
+        `edgeq dev: gateway at ${gateway} (auth: off, local deployment), cell of ${count} brokers at ${brokers}, arbiter 127.0.0.1:${arbiterPort}, data in ${dataDir}; Ctrl-C stops everything\n`,
+      );
       await new Promise<void>((resolve) => {
         const stop = (signal: string) => {
           logger.info({ signal }, 'stopping the local deployment');
