@@ -2,75 +2,13 @@
 // an arbiter and three brokers and says where they are; a broker killed with SIGKILL is restarted
 // by the supervisor and rejoins; SIGTERM stops every process (no orphans); starting again on the
 // same data folder brings the topic and its records back.
-import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/index.ts';
 import { eventually } from '../helpers/cell.ts';
 import { cleanupTempDirs, tempDir } from '../helpers/tmp.ts';
+import { alive, freeRange, startDev } from '../helpers/dev-process.ts';
 
 afterAll(cleanupTempDirs);
-
-const BIN = fileURLToPath(new URL('../../bin/edgeq.js', import.meta.url));
-
-function portFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.once('error', () => resolve(false));
-    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
-  });
-}
-
-/** A base port with `n` free ports after it. */
-async function freeRange(n: number): Promise<number> {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    const base = 20_000 + Math.floor(Math.random() * 30_000);
-    const ok = await Promise.all(Array.from({ length: n }, (_, i) => portFree(base + i)));
-    if (ok.every(Boolean)) return base;
-  }
-  throw new Error('no free port range');
-}
-
-interface Ready {
-  gateway: string;
-  brokers: string;
-  processes: { name: string; pid: number }[];
-}
-
-function startDev(dataDir: string, brokerPort: number, arbiterPort: number, gatewayPort: number) {
-  const child = spawn(process.execPath, [BIN, 'dev', '--data-dir', dataDir, '--broker-port', String(brokerPort), '--arbiter-port', String(arbiterPort), '--port', String(gatewayPort)], {
-    env: { ...process.env, EDGEQ_LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const exited = new Promise<number | string>((r) => child.on('exit', (code, sig) => r(code ?? sig ?? -1)));
-  const ready = new Promise<Ready>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('edgeq dev did not get ready in 60 s')), 60_000);
-    createInterface({ input: child.stdout! }).on('line', (line) => {
-      try {
-        const ev = JSON.parse(line) as { event?: string } & Ready;
-        if (ev.event === 'ready') {
-          clearTimeout(timer);
-          resolve(ev);
-        }
-      } catch {
-        // other output
-      }
-    });
-    void exited.then((c) => reject(new Error(`edgeq dev exited early (${c})`)));
-  });
-  return { child, exited, ready };
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe('edgeq dev', () => {
   it('runs a supervised cell, restarts a killed broker, stops cleanly and keeps data across restarts', async () => {
