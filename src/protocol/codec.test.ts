@@ -4,9 +4,9 @@
 import { describe, expect, it } from 'vitest';
 import { EdgeqError } from '../core/index.ts';
 import { API_SPECS, ApiKey, negotiateVersions, supportedVersions } from './api.ts';
-import { decodeBody, decodeResponse, encodeErrorResponse, encodeRequest, encodeResponse, errorOf } from './codec.ts';
+import { decodeBody, decodeResponse, encodeErrorResponse, encodeMessage, encodeRequest, encodeResponse, errorOf } from './codec.ts';
 import { FLAG_ERROR, FrameDecoder, parseFrame } from './frame.ts';
-import type { FetchResponse, ProduceRequest } from './messages.ts';
+import type { FetchRequest, FetchResponse, ProduceRequest } from './messages.ts';
 import { messageType } from './schema.ts';
 
 describe('protocol codec', () => {
@@ -58,6 +58,14 @@ describe('protocol codec', () => {
     expect(chosen.get(ApiKey.Produce)).toBe(1);
     expect(chosen.has(ApiKey.Fetch)).toBe(false);
     expect(chosen.has(999)).toBe(false);
+  });
+
+  it('tells an absent replica id or leader epoch apart from 0 (a consumer fetch is not broker 0)', () => {
+    const bare = decodeBody<FetchRequest>('FetchRequest', encodeMessage('FetchRequest', { topics: [{ name: 't', partitions: [{ partition: 0, fetchOffset: 0, maxBytes: 1 }] }] }));
+    expect(bare.replicaId ?? null).toBeNull();
+    expect(bare.topics[0]!.partitions[0]!.currentLeaderEpoch ?? null).toBeNull();
+    const follower = decodeBody<FetchRequest>('FetchRequest', encodeMessage('FetchRequest', { replicaId: 0, topics: [] }));
+    expect(follower.replicaId).toBe(0);
   });
 
   it('refuses a body that does not decode with INVALID_REQUEST', () => {

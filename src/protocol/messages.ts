@@ -113,7 +113,8 @@ export interface FetchTopic {
   partitions: FetchPartition[];
 }
 export interface FetchRequest {
-  replicaId?: number;
+  /** A follower's broker id; absent (null once decoded) or -1 for consumers. */
+  replicaId?: number | null;
   maxWaitMs?: number;
   minBytes?: number;
   maxBytes?: number;
