@@ -10,6 +10,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { EdgeqError, silentLogger, systemClock, type Clock, type Logger, type TimerHandle } from '../core/index.ts';
 import { GroupCoordinator, OffsetStore, type CoordinatorConfig } from '../group/index.ts';
 import { FilePool, FsStorage, type LogConfig, type Storage } from '../log/index.ts';
+import { BrokerMetrics, startAdminServer, type AdminServer } from '../metrics/index.ts';
 import type { BrokerInfo } from '../protocol/index.ts';
 import type { CellController, ProducerIdSource } from './controller.ts';
 import { FETCH_LIMITS_DEFAULT, type FetchLimits } from './fetch-handler.ts';
@@ -45,6 +46,13 @@ export interface BrokerOptions {
   replicaFetch?: Partial<ReplicaFetchLimits>;
   topics?: Partial<TopicLimits>;
   group?: Partial<CoordinatorConfig>;
+  /**
+   * Serves `GET /metrics` on 127.0.0.1 at this port (0 picks a free one); absent: no admin
+   * endpoint. (The config key `broker.adminPort` uses 0 for "off"; the CLI omits it then.)
+   */
+  adminPort?: number;
+  /** Where produce, fetch and log figures go; a fresh registry of the broker's own by default. */
+  metrics?: BrokerMetrics;
   /** Joins a cell through this controller; absent: a lone broker. */
   cell?: CellController;
   storage?: Storage;
@@ -59,6 +67,7 @@ export class Broker {
   private closing: Promise<void> | null = null;
   private readonly connections = new Set<ServerConnection>();
   private server: Server | null = null;
+  private admin: AdminServer | null = null;
   private groupsNow: GroupCoordinator | null = null;
   /** Serialises opening and closing the coordinator as leadership of the offsets topic moves. */
   private groupChain: Promise<unknown> = Promise.resolve();
@@ -70,6 +79,8 @@ export class Broker {
     readonly brokerId: number,
     readonly topics: TopicManager,
     readonly cell: CellController | null,
+    /** This broker's metrics (scrape them with `metrics.scrape()` or over the admin port). */
+    readonly metrics: BrokerMetrics,
     private readonly producerIds: ProducerIdSource,
     private readonly options: BrokerOptions,
     private readonly clock: Clock,
@@ -104,6 +115,8 @@ export class Broker {
     await storage.mkdir(options.dataDir);
     const filePool = new FilePool(storage, options.openFilesMax ?? 1024);
     const producerIds = cell ?? (await ProducerIds.open(storage, options.dataDir));
+    // Created before the topics so every partition log reports its fsyncs and appends.
+    const metrics = options.metrics ?? new BrokerMetrics({ defaultLabels: { broker: String(brokerId) } });
     const topics = await TopicManager.open({
       storage,
       dataDir: options.dataDir,
@@ -116,11 +129,18 @@ export class Broker {
       bumpEpochsOnOpen: cell === null,
       clock,
       logger,
+      observer: metrics.logObserver,
       ...(options.topics ? { limits: options.topics } : {}),
+    }).catch((err: unknown) => {
+      // Nothing else holds the metrics yet: stop their event-loop monitor here.
+      if (!options.metrics) metrics.close();
+      throw err;
     });
-    const broker = new Broker(brokerId, topics, cell, producerIds, options, clock, logger);
+    metrics.watchPartitions(topics);
+    const broker = new Broker(brokerId, topics, cell, metrics, producerIds, options, clock, logger);
     try {
       await broker.listen();
+      if (options.adminPort !== undefined) await broker.listenAdmin(options.adminPort);
       if (cell) {
         // The cell decides topics and roles; the listener is up first so followers can fetch.
         await cell.start({
@@ -146,7 +166,7 @@ export class Broker {
     broker.scheduleSnapshots(options.producerSnapshotIntervalMs ?? 60_000);
     if (cell) broker.scheduleLagChecks(options.replicaLagTimeMaxMs ?? 10_000);
     logger.info(
-      { host: broker.host, port: broker.port, dataDir: options.dataDir, cell: cell?.cellId ?? null, topics: topics.list().length, startMs: Math.round(clock.monotonicMs() - started) },
+      { host: broker.host, port: broker.port, adminPort: broker.adminPort, dataDir: options.dataDir, cell: cell?.cellId ?? null, topics: topics.list().length, startMs: Math.round(clock.monotonicMs() - started) },
       'broker started',
     );
     return broker;
@@ -167,6 +187,7 @@ export class Broker {
       clock: this.clock,
       fetchLimits: { ...FETCH_LIMITS_DEFAULT, ...o.fetch },
       produceLimits: { produceTimeoutMsMax: o.produceTimeoutMsMax ?? 30_000 },
+      metrics: this.metrics,
     });
     const router = new RequestRouter(handlers, this.logger);
     const limits = { ...CONNECTION_LIMITS_DEFAULT, ...o.connection };
@@ -187,6 +208,17 @@ export class Broker {
       throw new EdgeqError('BROKER_NOT_AVAILABLE', `cannot listen on ${this.host}:${o.port ?? 0}: ${(err as Error).message}`, { cause: err });
     });
     self.port = this.port;
+  }
+
+  private async listenAdmin(port: number): Promise<void> {
+    this.admin = await startAdminServer(this.metrics, { port }).catch((err: unknown) => {
+      throw new EdgeqError('BROKER_NOT_AVAILABLE', `cannot serve metrics on 127.0.0.1:${port}: ${(err as Error).message}`, { cause: err });
+    });
+  }
+
+  /** The port serving `GET /metrics`, or null when the admin endpoint is off. */
+  get adminPort(): number | null {
+    return this.admin?.port ?? null;
   }
 
   private coordinatorInfo(self: BrokerInfo): BrokerInfo | null {
@@ -273,11 +305,14 @@ export class Broker {
       const serverClosed = server ? new Promise<void>((r) => server.close(() => r())) : Promise.resolve();
       for (const c of this.connections) c.destroy();
       await serverClosed;
+      await this.admin?.close();
       await this.fetchers?.close();
       await this.cell?.close();
       await this.closeGroups();
       await this.groupChain.catch(() => undefined);
       await this.topics.close();
+      // Only a registry the broker made is stopped: a caller's may outlive it.
+      if (!this.options.metrics) this.metrics.close();
       this.logger.info('broker stopped');
     })();
     return this.closing;

@@ -4,6 +4,8 @@
  * passed. Bytes are the stored batches, sent as they are on disk.
  */
 import { EdgeqError, systemClock, type Clock } from '../core/index.ts';
+import { OFFSET_RECORD_COUNT, batchSizeAt } from '../log/index.ts';
+import type { BrokerMetrics } from '../metrics/index.ts';
 import { wireError, type FetchPartitionResult, type FetchRequest, type FetchResponse } from '../protocol/index.ts';
 import type { Partition } from './partition.ts';
 import type { TopicManager } from './topic-manager.ts';
@@ -32,7 +34,7 @@ interface Slot {
 /** Handles one Fetch request; `closed` resolves when the connection goes away (stop waiting). */
 export async function handleFetch(
   req: FetchRequest,
-  deps: { topics: TopicManager; limits: FetchLimits; clock?: Clock; closed?: Promise<void> },
+  deps: { topics: TopicManager; limits: FetchLimits; clock?: Clock; closed?: Promise<void>; metrics?: BrokerMetrics },
 ): Promise<FetchResponse> {
   const clock = deps.clock ?? systemClock;
   const slots: Slot[] = [];
@@ -66,10 +68,10 @@ export async function handleFetch(
     const anyError = results.some((r) => r.error);
     const remaining = deadline - clock.monotonicMs();
     if (bytes >= Math.max(1, minBytes) || anyError || remaining <= 0 || minBytes === 0) {
-      return { topics: group(slots, results) };
+      return answer(slots, results, replicaId >= 0, deps.metrics);
     }
     const woke = await waitForAppend(slots, remaining, clock, deps.closed);
-    if (!woke) return { topics: group(slots, await readAll(slots, maxBytes, replicaId >= 0)) };
+    if (!woke) return answer(slots, await readAll(slots, maxBytes, replicaId >= 0), replicaId >= 0, deps.metrics);
   }
 }
 
@@ -111,6 +113,36 @@ async function readAll(slots: Slot[], maxBytesTotal: number, replica: boolean): 
     out.push(r);
   }
   return out;
+}
+
+/** The response, counted once it is final (a long poll's earlier empty reads are not). */
+function answer(slots: Slot[], results: FetchPartitionResult[], replica: boolean, metrics: BrokerMetrics | undefined): FetchResponse {
+  if (metrics) {
+    let records = 0;
+    let bytes = 0;
+    for (const r of results) {
+      bytes += r.records.length;
+      records += recordCount(r.records);
+    }
+    metrics.recordFetch(records, bytes, replica);
+  }
+  return { topics: group(slots, results) };
+}
+
+/**
+ * Records in stored batches, from each batch header's record count: a walk over headers, no
+ * decoding. A torn tail (never sent: reads end on batch boundaries) stops the count.
+ */
+function recordCount(bytes: Uint8Array): number {
+  const buf = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  let n = 0;
+  for (let pos = 0; pos + OFFSET_RECORD_COUNT + 4 <= buf.length; ) {
+    const size = batchSizeAt(buf, pos);
+    if (size <= 0 || pos + size > buf.length) break;
+    n += buf.readInt32BE(pos + OFFSET_RECORD_COUNT);
+    pos += size;
+  }
+  return n;
 }
 
 function group(slots: Slot[], results: FetchPartitionResult[]): FetchResponse['topics'] {

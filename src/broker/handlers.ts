@@ -4,6 +4,7 @@
  * failures are answered inside the response; only whole-request failures throw.
  */
 import { type Clock } from '../core/index.ts';
+import type { BrokerMetrics } from '../metrics/index.ts';
 import type { GroupCoordinator } from '../group/index.ts';
 import {
   Acks,
@@ -41,6 +42,8 @@ export interface HandlerDeps {
   fetchLimits: FetchLimits;
   produceLimits: ProduceLimits;
   frameBytesMax?: number;
+  /** Produce and fetch figures go here when set. */
+  metrics?: BrokerMetrics;
 }
 
 /** Builds the handler table. */
@@ -100,12 +103,12 @@ export function createHandlers(d: HandlerDeps): Handlers {
           throw new EdgeqError('INVALID_TOPIC', `topic ${t.name} is internal: only the broker writes it`, { details: { topic: t.name } });
         }
       }
-      const res = await handleProduce(req, { topics: d.topics, limits: d.produceLimits, clock: d.clock });
+      const res = await handleProduce(req, { topics: d.topics, limits: d.produceLimits, clock: d.clock, metrics: d.metrics });
       // acks=0: the producer asked for no answer (errors are only logged by the router).
       return req.acks === Acks.NONE ? null : res;
     },
 
-    Fetch: async (req, ctx) => handleFetch(req, { topics: d.topics, limits: d.fetchLimits, clock: d.clock, closed: ctx.closed }),
+    Fetch: async (req, ctx) => handleFetch(req, { topics: d.topics, limits: d.fetchLimits, clock: d.clock, closed: ctx.closed, metrics: d.metrics }),
 
     ListOffsets: async (req) => ({
       topics: await Promise.all(

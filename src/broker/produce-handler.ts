@@ -3,6 +3,7 @@
  * one failing (unknown, too large, out of sequence) does not stop the others.
  */
 import { EdgeqError, systemClock, type Clock } from '../core/index.ts';
+import type { BrokerMetrics } from '../metrics/index.ts';
 import { Acks, wireError, type ProducePartitionResult, type ProduceRequest, type ProduceResponse } from '../protocol/index.ts';
 import type { TopicManager } from './topic-manager.ts';
 
@@ -15,11 +16,13 @@ export interface ProduceLimits {
 /** Handles one Produce request. */
 export async function handleProduce(
   req: ProduceRequest,
-  deps: { topics: TopicManager; limits: ProduceLimits; clock?: Clock },
+  deps: { topics: TopicManager; limits: ProduceLimits; clock?: Clock; metrics?: BrokerMetrics },
 ): Promise<ProduceResponse> {
   const acks = req.acks ?? Acks.UNSPECIFIED;
   if (acks < Acks.UNSPECIFIED || acks > Acks.ALL) throw new EdgeqError('INVALID_REQUEST', `unknown acks value ${String(acks)}`);
   const clock = deps.clock ?? systemClock;
+  const started = clock.monotonicMs();
+  const metrics = deps.metrics;
   const timeoutMs = Math.min(req.timeoutMs || deps.limits.produceTimeoutMsMax, deps.limits.produceTimeoutMsMax);
   const topics = await Promise.all(
     req.topics.map(async (t) => ({
@@ -38,6 +41,8 @@ export async function handleProduce(
               t.name,
               pp.partition,
             );
+            // A duplicate wrote nothing new: it is not counted again.
+            if (metrics && r.duplicate !== true) metrics.recordProduce(r.lastOffset - r.baseOffset + 1, pp.records.byteLength);
             return { ...base, baseOffset: r.baseOffset, logAppendTimeMs: r.appendTimeMs, logStartOffset: p.logStartOffset, duplicate: r.duplicate === true };
           } catch (err) {
             return { ...base, error: wireError(err) };
@@ -46,6 +51,7 @@ export async function handleProduce(
       ),
     })),
   );
+  metrics?.observeProduceLatency(acks === Acks.NONE ? '0' : acks === Acks.LEADER ? '1' : 'all', clock.monotonicMs() - started);
   return { topics };
 }
 

@@ -41,6 +41,8 @@ export const configSchema = z
         /** Open file handles shared by every log of the broker. */
         openFilesMax: int(16, 1_000_000),
         retentionCheckIntervalMs: int(100),
+        /** Port of the admin HTTP endpoint (`GET /metrics`, loopback only); 0 turns it off. */
+        adminPort: port,
       })
       .strict(),
     /** Defaults for every topic's log; a topic may override them. */
@@ -77,6 +79,7 @@ export const DEFAULT_CONFIG: Config = {
     dataDir: './data',
     openFilesMax: 1024,
     retentionCheckIntervalMs: 60_000,
+    adminPort: 0,
   },
   log: { ...LOG_DEFAULTS },
   cell: { arbiter: 'none', endpoints: '', id: 'local', leaseTtlMs: 2000, size: 3, replicaLagTimeMaxMs: 10_000 },

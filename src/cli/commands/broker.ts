@@ -18,6 +18,7 @@ interface BrokerFlags {
   id?: string;
   host?: string;
   port?: string;
+  adminPort?: string;
   dataDir?: string;
   region?: string;
 }
@@ -31,6 +32,7 @@ export function registerBrokerCommand(program: Command): void {
     .option('--id <n>', 'broker id (broker.id)')
     .option('--host <addr>', 'address to listen on (broker.host), 127.0.0.1 by default')
     .option('--port <n>', 'binary protocol port (broker.port); 0 picks a free one')
+    .option('--admin-port <n>', 'port of GET /metrics on 127.0.0.1 (broker.adminPort); 0, the default, turns it off')
     .option('--data-dir <dir>', 'data folder (broker.dataDir)')
     .option('--region <name>', 'region this broker serves (broker.region)')
     .option('--arbiter <kind>', 'none (a lone broker), embedded or etcd (cell.arbiter)')
@@ -41,6 +43,7 @@ export function registerBrokerCommand(program: Command): void {
       if (flags.id !== undefined) overrides['broker.id'] = Number(flags.id);
       if (flags.host !== undefined) overrides['broker.host'] = flags.host;
       if (flags.port !== undefined) overrides['broker.port'] = Number(flags.port);
+      if (flags.adminPort !== undefined) overrides['broker.adminPort'] = Number(flags.adminPort);
       if (flags.dataDir !== undefined) overrides['broker.dataDir'] = flags.dataDir;
       if (flags.region !== undefined) overrides['broker.region'] = flags.region;
       if (flags.arbiter !== undefined) overrides['cell.arbiter'] = flags.arbiter;
@@ -53,6 +56,8 @@ export function registerBrokerCommand(program: Command): void {
         dataDir: config.broker.dataDir,
         host: config.broker.host,
         port: config.broker.port,
+        // In the config 0 means off; to Broker.start an absent port does.
+        ...(config.broker.adminPort > 0 ? { adminPort: config.broker.adminPort } : {}),
         brokerId: config.broker.id,
         region: config.broker.region,
         openFilesMax: config.broker.openFilesMax,
@@ -63,7 +68,7 @@ export function registerBrokerCommand(program: Command): void {
         logger,
       });
       // One machine-readable line for supervisors and tests: where the broker listens.
-      process.stdout.write(`${JSON.stringify({ event: 'listening', brokerId: broker.brokerId, host: broker.host, port: broker.port, pid: process.pid })}\n`);
+      process.stdout.write(`${JSON.stringify({ event: 'listening', brokerId: broker.brokerId, host: broker.host, port: broker.port, adminPort: broker.adminPort, pid: process.pid })}\n`);
       await new Promise<void>((resolve) => {
         const stop = (signal: string) => {
           logger.info({ signal }, 'stopping');

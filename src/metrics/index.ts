@@ -1,0 +1,13 @@
+/**
+ * Prometheus metrics of a broker: its own registry (produce/fetch counters, produce and fsync
+ * latency, per-partition gauges read at scrape time, event-loop delay, process metrics) and the
+ * admin HTTP endpoint serving them as `GET /metrics`.
+ */
+export {
+  BrokerMetrics,
+  type AcksLabel,
+  type BrokerMetricsOptions,
+  type PartitionGaugeSource,
+  type PartitionsSource,
+} from './broker-metrics.ts';
+export { ADMIN_HOST, startAdminServer, type AdminServer } from './admin-server.ts';
