@@ -13,12 +13,14 @@ afterAll(cleanupTempDirs);
 describe('edgeq dev', () => {
   it('runs a supervised cell, restarts a killed broker, stops cleanly and keeps data across restarts', async () => {
     const dataDir = await tempDir('edgeq-dev-');
-    const base = await freeRange(5);
+    const base = await freeRange(8);
     let dev = startDev(dataDir, base, base + 3, base + 4);
     let ready = await dev.ready;
     expect(ready.processes.map((p) => p.name).sort()).toEqual(['arbiter', 'broker-1', 'broker-2', 'broker-3', 'gateway']);
     expect(ready.gateway).toBe(`http://127.0.0.1:${base + 4}`);
     expect((await fetch(`${ready.gateway}/healthz`)).status).toBe(200);
+    // Every broker serves its Prometheus metrics.
+    for (const url of ready.metrics) expect(await (await fetch(url)).text()).toContain('edgeq_produce_records_total');
     const client = createClient({ brokers: ready.brokers.split(','), metadataMaxAgeMs: 500 });
     try {
       await client.admin().createTopics([{ name: 'dev', partitions: 1, replicationFactor: 3 }]);

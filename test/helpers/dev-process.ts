@@ -29,13 +29,14 @@ export async function freeRange(n: number): Promise<number> {
 
 export interface Ready {
   gateway: string;
+  metrics: string[];
   brokers: string;
   processes: { name: string; pid: number }[];
 }
 
 export function startDev(dataDir: string, brokerPort: number, arbiterPort: number, gatewayPort: number) {
   const child = spawn(process.execPath, [BIN, 'dev', '--data-dir', dataDir, '--broker-port', String(brokerPort), '--arbiter-port', String(arbiterPort), '--port', String(gatewayPort)], {
-    env: { ...process.env, EDGEQ_LOG_LEVEL: 'warn' },
+    env: { ...process.env, EDGEQ_LOG_LEVEL: 'warn', EDGEQ_ADMIN_PORT: String(brokerPort + 5) },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const exited = new Promise<number | string>((r) => child.on('exit', (code, sig) => r(code ?? sig ?? -1)));

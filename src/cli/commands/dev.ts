@@ -44,6 +44,8 @@ export function registerDevCommand(program: Command): void {
       const brokerPort = portOf(flags.brokerPort ?? process.env.EDGEQ_BROKER_PORT, 9092, 'EDGEQ_BROKER_PORT');
       const arbiterPort = portOf(flags.arbiterPort ?? process.env.EDGEQ_ARBITER_PORT, 7090, 'EDGEQ_ARBITER_PORT');
       const gatewayPort = portOf(flags.port ?? process.env.EDGEQ_PORT, 8080, 'EDGEQ_PORT');
+      // Each broker serves Prometheus /metrics on its own admin port: broker i on adminPort + i - 1.
+      const adminPort = portOf(process.env.EDGEQ_ADMIN_PORT, brokerPort + 100, 'EDGEQ_ADMIN_PORT');
       await mkdir(dataDir, { recursive: true });
       const sup = new Supervisor({ logger });
       const stopAll = async () => {
@@ -65,6 +67,7 @@ export function registerDevCommand(program: Command): void {
                 '--arbiter', 'embedded',
                 '--arbiter-endpoints', `127.0.0.1:${arbiterPort}`,
                 '--cell-id', 'local',
+                '--admin-port', String(adminPort + i),
               ],
               env: { EDGEQ_CELL__SIZE: String(count), EDGEQ_LOG_LEVEL: process.env.EDGEQ_LOG_LEVEL ?? 'warn' },
             }),
@@ -83,7 +86,7 @@ export function registerDevCommand(program: Command): void {
       const brokers = Array.from({ length: count }, (_, i) => `127.0.0.1:${brokerPort + i}`).join(',');
       const gateway = `http://127.0.0.1:${gatewayPort}`;
       process.stdout.write(
-        `${JSON.stringify({ event: 'ready', gateway, arbiter: `127.0.0.1:${arbiterPort}`, brokers, dataDir, auth: false, processes: sup.status().map((s) => ({ name: s.name, pid: s.pid })) })}\n`,
+        `${JSON.stringify({ event: 'ready', gateway, arbiter: `127.0.0.1:${arbiterPort}`, brokers, metrics: Array.from({ length: count }, (_, i) => `http://127.0.0.1:${adminPort + i}/metrics`), dataDir, auth: false, processes: sup.status().map((s) => ({ name: s.name, pid: s.pid })) })}\n`,
       );
       process.stderr.write(
         `edgeq dev: gateway at ${gateway} (auth: off, local deployment), cell of ${count} brokers at ${brokers}, arbiter 127.0.0.1:${arbiterPort}, data in ${dataDir}; Ctrl-C stops everything\n`,
