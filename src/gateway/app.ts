@@ -1,10 +1,11 @@
 /**
- * The gateway's Hono app: health, topics, produce (JSON, protobuf, raw octets), long-poll reads and
- * the cell status, in front of one cell through the client library. Routes only parse, check and
+ * The gateway's Hono app: health, metrics, topics, produce (JSON, protobuf, raw octets), long-poll
+ * reads, SSE streams, consumer-group members and the cell status, in front of one cell through the
+ * client library. Routes only parse, check and
  * call the backend; every failure is an EdgeqError that `onGatewayError` turns into problem+json.
  */
 import { Hono, type Context } from 'hono';
-import type { AcksOption, EdgeqClient, NewTopic } from '../client/index.ts';
+import type { AcksOption, EdgeqClient, NewTopic, RecordMetadata, TopicPartitionOffset } from '../client/index.ts';
 import { EdgeqError } from '../core/index.ts';
 import { Acks, encodeMessage, type AcksValue, type ProduceResponse } from '../protocol/index.ts';
 import { auth, authorize, type Authenticator, type AuthVariables } from './auth.ts';
@@ -12,7 +13,10 @@ import { GatewayBackend } from './backend.ts';
 import { mediaType, readBody } from './body.ts';
 import { onGatewayError, onGatewayNotFound } from './errors.ts';
 import { resolveLimits, type GatewayLimits } from './limits.ts';
-import { checkRecords, parseJsonRecords, parseProtobufRecords, parseValueEncoding, toJsonRecord, type GatewayRecord } from './records.ts';
+import { StreamSlots, streamPartition } from './stream.ts';
+import { GatewayMetrics, type GatewayAcksLabel } from './metrics.ts';
+import { GroupMembers, MEMBER_TOPICS_MAX, type JoinRequest } from './groups.ts';
+import { checkRecords, recordBytes, parseJsonRecords, parseProtobufRecords, parseValueEncoding, toJsonRecord, type GatewayRecord } from './records.ts';
 
 /** What the app is built from. */
 export interface GatewayDeps {
@@ -20,10 +24,18 @@ export interface GatewayDeps {
   /** null or absent: no auth (the local deployment). */
   auth?: Authenticator | null;
   limits?: Partial<GatewayLimits>;
+  /** Prometheus default process metrics in `/metrics`; on by default. */
+  processMetrics?: boolean;
 }
 
 /** The app plus what it holds open. */
-export type GatewayApp = Hono<{ Variables: AuthVariables }> & { close(): Promise<void> };
+export type GatewayApp = Hono<{ Variables: AuthVariables }> & {
+  /** Ends streams, closes group members (they leave their groups), producers and consumers. */
+  close(): Promise<void>;
+  /** Ends every open SSE stream, so an HTTP server's close is not held open by them. */
+  endStreams(): void;
+  readonly metrics: GatewayMetrics;
+};
 
 type Ctx = Context<{ Variables: AuthVariables }>;
 
@@ -85,6 +97,37 @@ function parseNewTopic(body: Buffer): NewTopic {
   return { name, partitions, ...(replicationFactor !== undefined ? { replicationFactor } : {}), config: cfg };
 }
 
+function parseJsonObject(body: Buffer): Record<string, unknown> {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(body.toString('utf8'));
+  } catch (err) {
+    throw new EdgeqError('INVALID_ARGUMENT', `body is not valid JSON: ${(err as Error).message}`, { cause: err });
+  }
+  if (!isPlainObject(doc)) throw new EdgeqError('INVALID_ARGUMENT', 'body must be a JSON object');
+  return doc;
+}
+
+function parseJoin(body: Buffer): JoinRequest {
+  const { topics, fromBeginning } = parseJsonObject(body);
+  if (!Array.isArray(topics) || topics.length === 0 || topics.length > MEMBER_TOPICS_MAX || !topics.every((t) => typeof t === 'string' && t !== '')) {
+    throw new EdgeqError('INVALID_ARGUMENT', `"topics" must be an array of 1..${MEMBER_TOPICS_MAX} topic names`);
+  }
+  if (fromBeginning !== undefined && typeof fromBeginning !== 'boolean') throw new EdgeqError('INVALID_ARGUMENT', '"fromBeginning" must be a boolean');
+  return { topics: [...new Set(topics as string[])], fromBeginning: fromBeginning ?? false };
+}
+
+function parseCommitOffsets(body: Buffer, recordsMax: number): TopicPartitionOffset[] {
+  const { offsets } = parseJsonObject(body);
+  if (!Array.isArray(offsets) || offsets.length === 0 || offsets.length > recordsMax) throw new EdgeqError('INVALID_ARGUMENT', `"offsets" must be an array of 1..${recordsMax} {topic, partition, offset}`);
+  return offsets.map((o: unknown, i) => {
+    const ok = isPlainObject(o) && typeof o['topic'] === 'string' && [o['partition'], o['offset']].every((n) => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0);
+    if (!ok) throw new EdgeqError('INVALID_ARGUMENT', `offsets[${i}] must be {topic: string, partition: integer >= 0, offset: integer >= 0}`, { details: { index: i } });
+    const r = o as { topic: string; partition: number; offset: number };
+    return { topic: r.topic, partition: r.partition, offset: r.offset };
+  });
+}
+
 function requireJson(c: Ctx): void {
   if (mediaType(c) !== 'application/json') throw new EdgeqError('UNSUPPORTED_MEDIA_TYPE', `expected application/json, got "${c.req.header('content-type') ?? ''}"`);
 }
@@ -97,9 +140,17 @@ function wantsProtobuf(c: Ctx): boolean {
 export function createGatewayApp(deps: GatewayDeps): GatewayApp {
   const limits = resolveLimits(deps.limits);
   const backend = new GatewayBackend(deps.client, limits);
+  const streamSlots = new StreamSlots(limits.streamsMax);
+  const groups = new GroupMembers(deps.client, limits);
   const app = new Hono<{ Variables: AuthVariables }>();
   app.onError(onGatewayError);
   app.notFound(onGatewayNotFound);
+  const metrics = new GatewayMetrics({ processMetrics: deps.processMetrics ?? true });
+  // The patterns of every app.use below (Hono reports '*' as '/*'): a request whose last match is one of them matched no route.
+  app.use('*', metrics.middleware(['*', '/*', '/v1/*']));
+
+  // Scraped without a key, like the probes: it carries no record data.
+  app.get('/metrics', async (c) => c.body(await metrics.scrape(), 200, { 'content-type': metrics.contentType }));
 
   // Probes answer without a key: orchestrators call them.
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
@@ -181,7 +232,18 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
     const partitionCount = await backend.partitionCount(topic);
     // Every record is checked before any is sent: a refused request writes nothing.
     checkRecords(records, { topic, partitionCount, recordBytesMax: limits.recordBytesMax, recordsMax: limits.recordsMax });
-    const offsets = (await backend.produce(topic, records, acks ?? 'all')).map((m) => ({ partition: m.partition, offset: m.offset }));
+    const acksUsed = acks ?? 'all';
+    const acksLabel: GatewayAcksLabel = acksUsed === 0 ? '0' : acksUsed === 1 ? '1' : 'all';
+    const startedMs = performance.now();
+    let sent: RecordMetadata[];
+    try {
+      sent = await backend.produce(topic, records, acksUsed);
+    } catch (err) {
+      metrics.observeProduce(acksLabel, performance.now() - startedMs, null);
+      throw err;
+    }
+    metrics.observeProduce(acksLabel, performance.now() - startedMs, { records: records.length, bytes: records.reduce((n, r) => n + recordBytes(r), 0) });
+    const offsets = sent.map((m) => ({ partition: m.partition, offset: m.offset }));
     if (type === 'application/x-protobuf' && wantsProtobuf(c)) {
       // One result per partition: its first offset in this request, like the broker's base offset.
       const first = new Map<number, number>();
@@ -207,5 +269,81 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
     return c.json({ records: res.records.map((r) => toJsonRecord(r, encoding)), nextOffset: res.nextOffset, highWatermark: res.highWatermark });
   });
 
-  return Object.assign(app, { close: () => backend.close() });
+  app.get('/v1/topics/:name/partitions/:partition/stream', async (c) => {
+    const topic = c.req.param('name');
+    authorize(c, 'read', topic);
+    const partition = intParam(c.req.param('partition'), 'partition');
+    // EventSource reconnects send the last id seen; the stream resumes after it.
+    const lastEventId = c.req.header('last-event-id');
+    const offset = c.req.query('offset') === undefined && lastEventId !== undefined ? intParam(lastEventId, 'Last-Event-ID') + 1 : intParam(c.req.query('offset'), 'offset', { fallback: 0 });
+    await backend.checkPartition(topic, partition);
+    // Refused like a read: past the end, the consumer would silently jump to the latest offset instead.
+    const [latest] = await backend.admin.listOffsets(topic, { partitions: [partition] });
+    const highWatermark = latest?.offset ?? 0;
+    if (offset > highWatermark) throw new EdgeqError('OFFSET_OUT_OF_RANGE', `offset ${offset} is past the high watermark ${highWatermark}`, { details: { topic, partition, offset, highWatermark } });
+    streamSlots.acquire();
+    return streamPartition(c, deps.client, limits, streamSlots, { topic, partition, offset });
+  });
+
+  app.post('/v1/groups/:group/members', async (c) => {
+    const group = c.req.param('group');
+    requireJson(c);
+    const req = parseJoin(await readBody(c, limits.bodyBytesMax));
+    for (const t of req.topics) authorize(c, 'read', t);
+    // Unknown topics are refused now rather than leaving a member that never gets records.
+    for (const t of req.topics) await backend.partitionCount(t);
+    const joined = groups.join(group, req);
+    return c.json({ memberId: joined.memberId, group, topics: joined.topics }, 201);
+  });
+
+  /** Grants are checked on every member call: a member is usable only by keys that may read all its topics. */
+  const authorizeMember = (c: Ctx, group: string, id: string): void => {
+    for (const t of groups.topicsOf(group, id)) authorize(c, 'read', t);
+  };
+
+  app.get('/v1/groups/:group/members/:id/records', async (c) => {
+    const group = c.req.param('group');
+    const id = c.req.param('id');
+    authorizeMember(c, group, id);
+    const maxRecords = intParam(c.req.query('maxRecords'), 'maxRecords', { fallback: Math.min(READ_RECORDS_DEFAULT, limits.recordsMax), min: 1, max: limits.recordsMax });
+    const waitMs = intParam(c.req.query('waitMs'), 'waitMs', { fallback: 0, max: limits.waitMsMax });
+    const encoding = parseValueEncoding(c.req.query('valueEncoding'));
+    const records = await groups.poll(group, id, { maxRecords, waitMs });
+    return c.json({ records: records.map((r) => ({ topic: r.topic, partition: r.partition, ...toJsonRecord(r, encoding) })) });
+  });
+
+  app.post('/v1/groups/:group/members/:id/commit', async (c) => {
+    const group = c.req.param('group');
+    const id = c.req.param('id');
+    authorizeMember(c, group, id);
+    const body = await readBody(c, limits.bodyBytesMax);
+    let offsets: TopicPartitionOffset[] | undefined;
+    if (body.length > 0) {
+      requireJson(c);
+      offsets = parseCommitOffsets(body, limits.recordsMax);
+      const topics = new Set(groups.topicsOf(group, id));
+      for (const o of offsets) if (!topics.has(o.topic)) throw new EdgeqError('INVALID_ARGUMENT', `member "${id}" is not subscribed to "${o.topic}"`, { details: { topic: o.topic } });
+    }
+    await groups.commit(group, id, offsets);
+    return c.body(null, 204);
+  });
+
+  app.delete('/v1/groups/:group/members/:id', async (c) => {
+    const group = c.req.param('group');
+    const id = c.req.param('id');
+    authorizeMember(c, group, id);
+    await groups.leave(group, id);
+    return c.body(null, 204);
+  });
+
+  return Object.assign(app, {
+    metrics,
+    endStreams: () => streamSlots.endAll(),
+    close: async () => {
+      streamSlots.endAll();
+      await groups.close();
+      await backend.close();
+      metrics.close();
+    },
+  });
 }

@@ -4,3 +4,6 @@ export { auth, authorize, Authenticator, Principal, hashApiKey, GRANTS_PER_KEY_M
 export { problemResponse, toProblem, problemType, PROBLEM_CONTENT_TYPE, RETRY_AFTER_SECONDS_DEFAULT, type Problem } from './errors.ts';
 export { GATEWAY_LIMITS, resolveLimits, type GatewayLimits } from './limits.ts';
 export { READ_ROUND_TRIP_MS } from './backend.ts';
+export { GroupMembers, MEMBER_TOPICS_MAX, MEMBERS_RETRY_AFTER_MS, type JoinRequest } from './groups.ts';
+export { StreamSlots, STREAM_RETRY_AFTER_MS } from './stream.ts';
+export { GatewayMetrics, UNMATCHED_ROUTE, type GatewayAcksLabel, type GatewayMetricsOptions } from './metrics.ts';

@@ -22,6 +22,14 @@ export interface GatewayLimits {
   topicCacheMax: number;
   /** How long a cached partition count is trusted. */
   topicCacheTtlMs: number;
+  /** SSE streams open at once (each holds a consumer and its connections); beyond this, 429. */
+  streamsMax: number;
+  /** Quiet time after which a stream sends a heartbeat comment, so proxies keep the connection open. */
+  streamHeartbeatMs: number;
+  /** Group members held by this gateway (each is a server-side group consumer); beyond this, 429. */
+  membersMax: number;
+  /** A member that has not polled for this long is expired: its consumer leaves and the group rebalances. */
+  memberIdleMsMax: number;
 }
 
 /** Defaults: 1 MiB records in bodies of up to 8 MiB (room for a batch of several large records). */
@@ -34,6 +42,11 @@ export const GATEWAY_LIMITS: GatewayLimits = {
   consumersIdleMax: 32,
   topicCacheMax: 1024,
   topicCacheTtlMs: 1_000,
+  streamsMax: 64,
+  // Under the 30-60 s idle timeouts of common proxies and load balancers.
+  streamHeartbeatMs: 15_000,
+  membersMax: 256,
+  memberIdleMsMax: 30_000,
 };
 
 /** Fills defaults and checks the bounds: a record must fit in a body, and every bound is positive. */
@@ -41,6 +54,10 @@ export function resolveLimits(partial: Partial<GatewayLimits> = {}): GatewayLimi
   const limits = { ...GATEWAY_LIMITS, ...partial };
   for (const [key, value] of Object.entries(limits)) {
     if (!Number.isSafeInteger(value) || value < 0) throw new EdgeqError('INVALID_CONFIG', `gateway limit ${key} must be a non-negative integer, got ${value}`, { details: { key } });
+  }
+  // Zero would make every stream a busy loop of heartbeats, or expire members as soon as they join.
+  for (const key of ['streamHeartbeatMs', 'memberIdleMsMax'] as const) {
+    if (limits[key] === 0) throw new EdgeqError('INVALID_CONFIG', `gateway limit ${key} must be positive`, { details: { key } });
   }
   if (limits.recordBytesMax > limits.bodyBytesMax) {
     throw new EdgeqError('INVALID_CONFIG', `gateway limit recordBytesMax (${limits.recordBytesMax}) exceeds bodyBytesMax (${limits.bodyBytesMax})`, { details: { key: 'recordBytesMax' } });

@@ -16,6 +16,7 @@ interface GatewayFlags {
   host?: string;
   port?: string;
   keys?: string;
+  memberIdleMs?: string;
 }
 
 /** Registers `edgeq gateway`. */
@@ -28,6 +29,7 @@ export function registerGatewayCommand(program: Command): void {
     .option('--port <n>', 'HTTP port; 0 picks a free one (default 8080)')
     .option('--host <addr>', 'address to listen on (default 127.0.0.1)')
     .option('--keys <file>', 'API keys file (JSON; see docs/http-api.md); without it auth is off')
+    .option('--member-idle-ms <n>', 'expire HTTP consumer-group members that have not polled for this long (default 30000)')
     .action(async (flags: GatewayFlags, cmd: Command) => {
       const port = Number(flags.port ?? '8080');
       if (!Number.isInteger(port) || port < 0 || port > 65535) throw new EdgeqError('INVALID_CONFIG', `--port must be a port in [0, 65535], got ${flags.port}`, { details: { key: 'port' } });
@@ -37,7 +39,11 @@ export function registerGatewayCommand(program: Command): void {
       const logger = createLogger({ level: process.env.EDGEQ_LOG_LEVEL ?? 'info', name: 'gateway' });
       const auth = flags.keys ? await Authenticator.fromFile(flags.keys) : null;
       const client = createClient({ brokers, clientId: 'edgeq-gateway', logger });
-      const app = createGatewayApp({ client, auth });
+      const memberIdleMsMax = flags.memberIdleMs === undefined ? undefined : Number(flags.memberIdleMs);
+      if (memberIdleMsMax !== undefined && !(Number.isSafeInteger(memberIdleMsMax) && memberIdleMsMax > 0)) {
+        throw new EdgeqError('INVALID_CONFIG', `--member-idle-ms must be a positive integer, got ${flags.memberIdleMs}`, { details: { key: 'memberIdleMs' } });
+      }
+      const app = createGatewayApp({ client, auth, limits: memberIdleMsMax === undefined ? {} : { memberIdleMsMax } });
       const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
         const s = serve({ fetch: app.fetch, hostname: host, port }, (info) => {
           // One machine-readable line for supervisors and tests, like the broker's.
@@ -48,6 +54,7 @@ export function registerGatewayCommand(program: Command): void {
       await new Promise<void>((resolve) => {
         const stop = (signal: string) => {
           logger.info({ signal }, 'stopping');
+          // Open SSE streams would hold the server's close forever: end them as it stops accepting.
           server.close(() => {
             void app
               .close()
@@ -55,6 +62,7 @@ export function registerGatewayCommand(program: Command): void {
               .catch((err: unknown) => logger.error({ err }, 'clean stop failed'))
               .finally(resolve);
           });
+          app.endStreams();
         };
         process.once('SIGTERM', () => stop('SIGTERM'));
         process.once('SIGINT', () => stop('SIGINT'));
