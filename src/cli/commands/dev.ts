@@ -76,7 +76,7 @@ export function registerDevCommand(program: Command): void {
         // The local deployment runs without API keys; the gateway's listening line says so.
         await sup.start({
           name: 'gateway',
-          args: ['gateway', '--brokers', Array.from({ length: count }, (_, i) => `127.0.0.1:${brokerPort + i}`).join(','), '--host', '127.0.0.1', '--port', String(gatewayPort)],
+          args: ['gateway', '--brokers', Array.from({ length: count }, (_, i) => `127.0.0.1:${brokerPort + i}`).join(','), '--host', '127.0.0.1', '--port', String(gatewayPort), '--no-auth'],
           env: { EDGEQ_LOG_LEVEL: process.env.EDGEQ_LOG_LEVEL ?? 'warn' },
         });
       } catch (err) {

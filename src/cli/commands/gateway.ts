@@ -1,7 +1,7 @@
 /**
  * `edgeq gateway`: the regional HTTP gateway in front of one cell. Binds 127.0.0.1 unless told
- * otherwise; auth is on when `--keys` names a keys file and off without one (the local
- * deployment), and the "listening" line says which. SIGTERM and SIGINT stop it cleanly: the HTTP
+ * otherwise. Auth is on by default: it needs `--keys FILE`, or an explicit `--no-auth` (what the
+ * local deployment passes), and the "listening" line says which. SIGTERM and SIGINT stop it cleanly: the HTTP
  * server stops accepting, then producers flush and connections close.
  */
 import { serve } from '@hono/node-server';
@@ -16,6 +16,8 @@ interface GatewayFlags {
   host?: string;
   port?: string;
   keys?: string;
+  /** commander's `--no-auth`: true unless the flag is given. */
+  auth?: boolean;
   memberIdleMs?: string;
 }
 
@@ -28,7 +30,8 @@ export function registerGatewayCommand(program: Command): void {
     .description('run the HTTP gateway in front of a cell (bootstrap brokers from the global --brokers)')
     .option('--port <n>', 'HTTP port; 0 picks a free one (default 8080)')
     .option('--host <addr>', 'address to listen on (default 127.0.0.1)')
-    .option('--keys <file>', 'API keys file (JSON; see docs/http-api.md); without it auth is off')
+    .option('--keys <file>', 'API keys file (JSON; see docs/http-api.md); required unless --no-auth')
+    .option('--no-auth', 'run without API keys (the local deployment; never on a shared network)')
     .option('--member-idle-ms <n>', 'expire HTTP consumer-group members that have not polled for this long (default 30000)')
     .action(async (flags: GatewayFlags, cmd: Command) => {
       const port = Number(flags.port ?? '8080');
@@ -37,6 +40,11 @@ export function registerGatewayCommand(program: Command): void {
       if (brokers.length === 0) throw new EdgeqError('INVALID_CONFIG', '--brokers needs at least one host:port', { details: { key: 'brokers' } });
       const host = flags.host ?? '127.0.0.1';
       const logger = createLogger({ level: process.env.EDGEQ_LOG_LEVEL ?? 'info', name: 'gateway' });
+      if (!flags.keys && flags.auth !== false) {
+        throw new EdgeqError('INVALID_CONFIG', 'auth is on by default: give --keys FILE (see docs/http-api.md), or --no-auth to run without it', {
+          details: { key: 'keys' },
+        });
+      }
       const auth = flags.keys ? await Authenticator.fromFile(flags.keys) : null;
       const client = createClient({ brokers, clientId: 'edgeq-gateway', logger });
       const memberIdleMsMax = flags.memberIdleMs === undefined ? undefined : Number(flags.memberIdleMs);

@@ -1,0 +1,21 @@
+// Proves auth is on by default outside the local deployment: `edgeq gateway` refuses to start
+// with neither a keys file nor an explicit --no-auth (a typed config error, exit code 2).
+import { describe, expect, it, vi } from 'vitest';
+import { runCli } from './main.ts';
+
+describe('edgeq gateway auth default', () => {
+  it('refuses to start without --keys or --no-auth', async () => {
+    const errors: string[] = [];
+    const spy = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      errors.push(String(chunk));
+      return true;
+    });
+    try {
+      expect(await runCli(['gateway', '--brokers', '127.0.0.1:1', '--port', '0'])).toBe(2);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(errors.join('')).toContain('INVALID_CONFIG');
+    expect(errors.join('')).toContain('--no-auth');
+  });
+});
