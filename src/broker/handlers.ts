@@ -53,7 +53,11 @@ export function createHandlers(d: HandlerDeps): Handlers {
     internal: view.record.internal,
     partitions: view.partitions.map((p, index) => {
       const st = d.cell?.partitionState(view.record.name, index);
-      if (st) return { partition: index, leaderId: st.leader, leaderEpoch: st.leaderEpoch, replicas: st.replicas, isr: st.isr };
+      if (st) {
+        // A leader whose broker is gone (no live ISR member could take over) is no leader at all.
+        const alive = d.cell!.brokers().some((b) => b.id === st.leader);
+        return { partition: index, leaderId: alive ? st.leader : -1, leaderEpoch: st.leaderEpoch, replicas: st.replicas, isr: st.isr };
+      }
       return { partition: index, leaderId: d.self.id, leaderEpoch: p?.leaderEpoch ?? 0, replicas: [d.self.id], isr: [d.self.id] };
     }),
   });
