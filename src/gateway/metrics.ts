@@ -9,10 +9,11 @@
  * series; unmatched paths share `route="unmatched"`. `method` is the request's method among the few
  * HTTP defines (others share `OTHER`), `status` a 3-digit code, `acks` one of 3 values.
  */
-import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
+import type { IntervalHistogram } from 'node:perf_hooks';
+import { registerEventLoopDelay } from '../metrics/index.ts';
 import type { MiddlewareHandler } from 'hono';
 import { routePath } from 'hono/route';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /** How the produce asked for durability, as a label. */
 export type GatewayAcksLabel = '0' | '1' | 'all';
@@ -21,9 +22,6 @@ export type GatewayAcksLabel = '0' | '1' | 'all';
 export const UNMATCHED_ROUTE = 'unmatched';
 
 const SECONDS_PER_MS = 1 / 1000;
-const NS_PER_SECOND = 1e9;
-/** monitorEventLoopDelay's sampling resolution: 10 ms is prom-client's own choice for its lag metrics. */
-const EVENT_LOOP_RESOLUTION_MS = 10;
 /** Methods kept as label values; anything else is `OTHER` (a client may send any token). */
 const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 /** Request durations, in seconds: a cached answer (~0.1 ms) up to a full long poll (30 s). */
@@ -69,22 +67,7 @@ export class GatewayMetrics {
     });
 
     // Node's event-loop delay, read and reset at each scrape (as the broker's metric does).
-    this.eventLoop = monitorEventLoopDelay({ resolution: EVENT_LOOP_RESOLUTION_MS });
-    this.eventLoop.enable();
-    const loop = this.eventLoop;
-    new Gauge<'quantile'>({
-      name: 'edgeq_event_loop_delay_seconds',
-      help: 'Event-loop delay since the previous scrape, by quantile (1 = the maximum).',
-      labelNames: ['quantile'],
-      registers,
-      collect() {
-        // Before the first sample the histogram reports NaN/huge values: report 0 instead.
-        const has = loop.count > 0;
-        for (const q of [0.5, 0.9, 0.99]) this.set({ quantile: String(q) }, has ? loop.percentile(q * 100) / NS_PER_SECOND : 0);
-        this.set({ quantile: '1' }, has ? loop.max / NS_PER_SECOND : 0);
-        loop.reset();
-      },
-    });
+    this.eventLoop = registerEventLoopDelay(registers);
 
     if (options.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
   }

@@ -10,7 +10,8 @@
  * 10 000 by default); `acks` has 3 values, `replica` 2, `quantile` 4. No label takes a client id,
  * a key or any other request-supplied string except a topic name the broker already holds.
  */
-import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
+import type { IntervalHistogram } from 'node:perf_hooks';
+import { registerEventLoopDelay } from './event-loop.ts';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /** What the gauges read from one local replica (a broker `Partition` has this shape). */
@@ -41,9 +42,6 @@ export interface BrokerMetricsOptions {
 }
 
 const SECONDS_PER_MS = 1 / 1000;
-const NS_PER_SECOND = 1e9;
-/** monitorEventLoopDelay's sampling resolution: 10 ms is prom-client's own choice for its lag metrics. */
-const EVENT_LOOP_RESOLUTION_MS = 10;
 
 /**
  * Latency buckets, in seconds: 0.1 ms (a page-cache append) up to 10 s (an acks=all produce near
@@ -120,22 +118,7 @@ export class BrokerMetrics {
 
     // Node's own event-loop delay histogram, read and reset at each scrape: the figures cover the
     // time since the previous scrape (prom-client's nodejs_eventloop_lag_* do the same).
-    this.eventLoop = monitorEventLoopDelay({ resolution: EVENT_LOOP_RESOLUTION_MS });
-    this.eventLoop.enable();
-    const loop = this.eventLoop;
-    new Gauge<'quantile'>({
-      name: 'edgeq_event_loop_delay_seconds',
-      help: 'Event-loop delay since the previous scrape, by quantile (1 = the maximum).',
-      labelNames: ['quantile'],
-      registers,
-      collect() {
-        // Before the first sample the histogram reports NaN/huge values: report 0 instead.
-        const has = loop.count > 0;
-        for (const q of [0.5, 0.9, 0.99]) this.set({ quantile: String(q) }, has ? loop.percentile(q * 100) / NS_PER_SECOND : 0);
-        this.set({ quantile: '1' }, has ? loop.max / NS_PER_SECOND : 0);
-        loop.reset();
-      },
-    });
+    this.eventLoop = registerEventLoopDelay(registers);
 
     if (options.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
   }

@@ -11,3 +11,4 @@ export {
   type PartitionsSource,
 } from './broker-metrics.ts';
 export { ADMIN_HOST, startAdminServer, type AdminServer } from './admin-server.ts';
+export { registerEventLoopDelay } from './event-loop.ts';
