@@ -23,7 +23,7 @@ import { join } from 'node:path';
 import { connect as natsConnect, AckPolicy, type NatsConnection, type JetStreamClient } from 'nats';
 import { createClient } from '../src/client/index.ts';
 import { spawnBroker } from '../test/helpers/broker-process.ts';
-import { fixedRate as fixedRateRun, freePort, medianLatency, progress, table, windowed as windowedRun, type Latency, type Row, consumeEdgeq } from './lib/harness.ts';
+import { fixedRate as fixedRateRun, freePort, medianLatency, progress, table, windowed as windowedRun, type Row, consumeEdgeq, interleavedRounds } from './lib/harness.ts';
 
 const SIZES = [100, 1024];
 /** Unanswered produce calls allowed at once, for both systems. */
@@ -158,19 +158,7 @@ async function main(): Promise<void> {
     }
     // Latency in interleaved rounds (the order rotates), so drift on the machine hits every
     // system alike; each figure reported is the median over the rounds.
-    const rounds = new Map<string, Latency[]>();
-    for (let round = 0; round < LATENCY_ROUNDS; round++) {
-      for (const size of SIZES) {
-        for (let i = 0; i < targets.length; i++) {
-          const t = targets[(i + round) % targets.length]!;
-          const lat = await fixedRate(prepared.get(key(t, size))!.sendOne);
-          const list = rounds.get(key(t, size)) ?? [];
-          list.push(lat);
-          rounds.set(key(t, size), list);
-          progress(`round ${round + 1}/${LATENCY_ROUNDS} ${t.system} ${t.mode} ${size} B: p50 ${lat.p50Ms} p99 ${lat.p99Ms} p99.9 ${lat.p999Ms} ms`);
-        }
-      }
-    }
+    const rounds = await interleavedRounds(targets, SIZES, LATENCY_ROUNDS, (t, size) => fixedRate(prepared.get(key(t, size))!.sendOne), key);
     const rows: Row[] = [];
     for (const t of targets) {
       for (const size of SIZES) {

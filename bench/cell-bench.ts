@@ -36,7 +36,7 @@ import { createClient, type Admin, type Producer } from '../src/client/index.ts'
 import { DEFAULT_CONFIG } from '../src/config/index.ts';
 import { ProcessCell } from '../test/helpers/cell-process.ts';
 import { cleanupTempDirs } from '../test/helpers/tmp.ts';
-import { fixedRate, median, medianLatency, progress as say, sleep, table, windowed, type Latency, type Row, consumeEdgeq } from './lib/harness.ts';
+import { fixedRate, median, medianLatency, progress as say, sleep, table, windowed, type Row, consumeEdgeq, interleavedRounds, waitUntil } from './lib/harness.ts';
 import { addStreamWhenReady, startNatsCluster, tail, type NatsCluster } from './lib/nats-cluster.ts';
 
 const num = (name: string, fallback: number): number => {
@@ -116,20 +116,6 @@ function sourceState(): { commit: string; uncommittedSourceFiles: string[] } {
     return { commit: git('rev-parse', '--short', 'HEAD'), uncommittedSourceFiles: changed ? changed.split('\n').map((l) => l.trim()) : [] };
   } catch {
     return { commit: 'unknown', uncommittedSourceFiles: [] };
-  }
-}
-
-/** Polls `pred` every `stepMs` until it holds or `timeoutMs` passed; true if it held. */
-async function waitUntil(pred: () => boolean | Promise<boolean>, timeoutMs: number, stepMs = 10): Promise<boolean> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    try {
-      if (await pred()) return true;
-    } catch {
-      // not yet (a broker may be away): ask again
-    }
-    if (performance.now() >= deadline) return false;
-    await sleep(stepMs);
   }
 }
 
@@ -324,19 +310,7 @@ async function measure(targets: Target[]): Promise<Row[]> {
   }
   // Latency in interleaved rounds (the order rotates), so drift on the machine hits every system
   // alike; each figure reported is the median over the rounds.
-  const rounds = new Map<string, Latency[]>();
-  for (let round = 0; round < LATENCY_ROUNDS; round++) {
-    for (const size of SIZES) {
-      for (let i = 0; i < targets.length; i++) {
-        const t = targets[(i + round) % targets.length]!;
-        const lat = await fixedRate(prepared.get(key(t, size))!.sendOne, LATENCY);
-        const list = rounds.get(key(t, size)) ?? [];
-        list.push(lat);
-        rounds.set(key(t, size), list);
-        progress(`round ${round + 1}/${LATENCY_ROUNDS} ${t.system} ${t.mode} ${size} B: p50 ${lat.p50Ms} p99 ${lat.p99Ms} p99.9 ${lat.p999Ms} ms`);
-      }
-    }
-  }
+  const rounds = await interleavedRounds(targets, SIZES, LATENCY_ROUNDS, (t, size) => fixedRate(prepared.get(key(t, size))!.sendOne, LATENCY), key, 'cell-bench');
   const rows: Row[] = [];
   for (const t of targets) {
     for (const size of SIZES) {

@@ -41,7 +41,7 @@ import { Acks, encodeMessage } from '../src/protocol/index.ts';
 import { alive, freeRange, startDev, type Ready } from '../test/helpers/dev-process.ts';
 import { cannon, type CannonRequest, type CannonSummary } from './lib/autocannon.ts';
 import { startBareServer, type BareServer } from './lib/bare-http-server.ts';
-import { progress as say, sleep } from './lib/harness.ts';
+import { progress as say, sleep, waitUntil } from './lib/harness.ts';
 
 const num = (name: string, fallback: number): number => {
   const v = process.env[name];
@@ -94,20 +94,6 @@ async function http(url: string, init: RequestInit = {}, timeoutMs = 5_000): Pro
   return { status: res.status, body: Buffer.from(await res.arrayBuffer()), contentType: res.headers.get('content-type') ?? '' };
 }
 
-/** Polls `pred` every `stepMs` until it holds or `timeoutMs` passed; true if it held. */
-async function waitUntil(pred: () => Promise<boolean>, timeoutMs: number, stepMs = 100): Promise<boolean> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    try {
-      if (await pred()) return true;
-    } catch {
-      // not yet
-    }
-    if (performance.now() >= deadline) return false;
-    await sleep(stepMs);
-  }
-}
-
 const PROBE_WAIT_MS = 5_000;
 const TOPIC_ATTEMPTS_MAX = 4;
 
@@ -125,7 +111,7 @@ async function createTopic(gateway: string): Promise<string> {
       body: JSON.stringify({ name, partitions: PARTITIONS, replicationFactor: REPLICATION_FACTOR }),
     });
     if (created.status !== 201) throw new Error(`creating topic ${name}: ${created.status} ${created.body.toString()}`);
-    const ready = await waitUntil(async () => (await http(`${gateway}/readyz`)).status === 200, 30_000);
+    const ready = await waitUntil(async () => (await http(`${gateway}/readyz`)).status === 200, 30_000, 100);
     if (!ready) throw new Error('the gateway did not answer /readyz 200 within 30 s of creating the topic');
     const t0 = performance.now();
     const probes = await Promise.all(

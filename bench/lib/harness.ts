@@ -181,3 +181,46 @@ export async function consumeEdgeq(client: EdgeqClient, topic: string, count: nu
   await consumer.close();
   return rate;
 }
+
+/** Polls `pred` every `stepMs` until it holds or `timeoutMs` passed; true if it held. Errors count as "not yet". */
+export async function waitUntil(pred: () => boolean | Promise<boolean>, timeoutMs: number, stepMs = 10): Promise<boolean> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    try {
+      if (await pred()) return true;
+    } catch {
+      // not yet (a broker may be away): ask again
+    }
+    if (performance.now() >= deadline) return false;
+    await sleep(stepMs);
+  }
+}
+
+/**
+ * Latency in interleaved rounds: each round measures every target for every size, the order
+ * rotating from round to round, so drift on the machine hits every system alike. Returns the
+ * rounds' figures by `key(target, size)`.
+ */
+export async function interleavedRounds<T extends { system: string; mode: string }>(
+  targets: readonly T[],
+  sizes: readonly number[],
+  rounds: number,
+  measure: (t: T, size: number) => Promise<Latency>,
+  key: (t: T, size: number) => string,
+  tag = 'bench',
+): Promise<Map<string, Latency[]>> {
+  const out = new Map<string, Latency[]>();
+  for (let round = 0; round < rounds; round++) {
+    for (const size of sizes) {
+      for (let i = 0; i < targets.length; i++) {
+        const t = targets[(i + round) % targets.length]!;
+        const lat = await measure(t, size);
+        const list = out.get(key(t, size)) ?? [];
+        list.push(lat);
+        out.set(key(t, size), list);
+        progress(`round ${round + 1}/${rounds} ${t.system} ${t.mode} ${size} B: p50 ${lat.p50Ms} p99 ${lat.p99Ms} p99.9 ${lat.p999Ms} ms`, tag);
+      }
+    }
+  }
+  return out;
+}
