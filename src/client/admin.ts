@@ -5,7 +5,7 @@
  */
 import { EdgeqError, type ErrorCode } from '../core/index.ts';
 import { decodeAssignment, decodeSubscription } from '../group/index.ts';
-import { errorOf, type GroupListing } from '../protocol/index.ts';
+import { errorOf, type BrokerStatus as WireBrokerStatus, type GroupListing } from '../protocol/index.ts';
 import { Cluster, type ClusterOptions } from './cluster.ts';
 import type { TopicPartition, TopicPartitionOffset } from './group-member.ts';
 import { listOffsets, type OffsetSpec } from './list-offsets.ts';
@@ -30,15 +30,8 @@ export interface TopicDescription {
   config: Record<string, string>;
 }
 
-/** One broker in `cellStatus`. */
-export interface BrokerStatus {
-  id: number;
-  pid: number;
-  host: string;
-  port: number;
-  region: string;
-  alive: boolean;
-}
+/** One broker in `cellStatus`: the wire message as the brokers report it. */
+export type BrokerStatus = WireBrokerStatus;
 
 /** One partition in `cellStatus`. */
 export interface CellPartitionStatus {
@@ -201,6 +194,7 @@ export class Admin {
       cellId ||= res.cellId;
       for (const b of res.brokers) {
         const known = byBroker.get(b.id);
+        // A plain copy: decoded protobuf messages keep defaults on their prototype, which JSON drops.
         if (!known || (!known.alive && b.alive)) byBroker.set(b.id, { id: b.id, pid: b.pid, host: b.host, port: b.port, region: b.region, alive: b.alive });
       }
       for (const r of res.replicas) {
