@@ -18,7 +18,6 @@ import { EdgeqError, isEdgeqError, silentLogger, systemClock, toEdgeqError, type
 import {
   CONSUMER_OFFSETS_TOPIC,
   parseTopicConfig,
-  validateTopicName,
   validateUserTopicName,
   isInternalTopic,
   type CellController,
@@ -405,25 +404,17 @@ export class ArbiterCellController implements CellController {
   // Writes
 
   async createTopic(input: CreateTopicInput, options: { validateOnly?: boolean; internal?: boolean } = {}): Promise<void> {
-    const name = options.internal ? validateTopicName(input.name) : validateUserTopicName(input.name);
+    const name = input.name;
     if (this.topicsByName.has(name)) throw new EdgeqError('TOPIC_ALREADY_EXISTS', `topic ${name} already exists`, { details: { topic: name } });
-    const n = input.partitions;
-    if (!Number.isInteger(n) || n < 1 || n > 1024) {
-      throw new EdgeqError('INVALID_ARGUMENT', `partitions must be an integer in [1, 1024], got ${n}`, { details: { key: 'partitions', value: n } });
-    }
     const alive = [...this.brokersById.keys()].sort((a, b) => a - b);
-    const rf = input.replicationFactor ?? Math.min(3, alive.length);
-    if (!Number.isInteger(rf) || rf < 1 || rf > alive.length) {
-      throw new EdgeqError('INVALID_ARGUMENT', `replication factor must be in [1, ${alive.length}] (live brokers), got ${rf}`, {
-        details: { key: 'replicationFactor', value: rf },
-      });
-    }
-    const settings = parseTopicConfig(input.config ?? {}, {});
-    if (settings.minInsyncReplicas > rf) {
-      throw new EdgeqError('INVALID_ARGUMENT', `min.insync.replicas=${settings.minInsyncReplicas} exceeds the replication factor ${rf}`, {
-        details: { key: 'min.insync.replicas' },
-      });
-    }
+    // The broker's own checks (name, partitions, replication factor, config, limits), against the
+    // cell's live brokers instead of the one broker.
+    const { replicationFactor: rf } = this.host!.topics.validateCreate(input, {
+      ...(options.internal ? { internal: true } : {}),
+      brokerCount: alive.length,
+      defaultReplicationFactor: Math.min(3, alive.length),
+    });
+    const n = input.partitions;
     if (options.validateOnly) return;
     // Spread leaders: partition p starts at broker (start + p) and takes the next rf brokers.
     const start = Math.floor(Math.random() * alive.length);

@@ -2,7 +2,7 @@
 // written batch answers with its original offsets and writes nothing, a gap or an old epoch is
 // refused with a typed error and nothing written, and the state survives reopening the log (from
 // the snapshot, from the log alone, and with a snapshot ahead of a truncated log).
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { isEdgeqError } from '../core/index.ts';
 import { buildBatch, MemoryStorage, PartitionLog } from '../log/index.ts';
 import { ProducerState } from './producer-state.ts';

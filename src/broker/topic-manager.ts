@@ -185,7 +185,16 @@ export class TopicManager {
   }
 
   /** Validates a create request without doing it; returns the parsed settings. */
-  validateCreate(input: CreateTopicInput, options: { internal?: boolean } = {}): TopicSettings {
+  validateCreate(
+    input: CreateTopicInput,
+    options: {
+      internal?: boolean;
+      /** Brokers a replica may go to (a cell passes its live brokers); default the manager's own. */
+      brokerCount?: number;
+      /** Replication factor when the request names none. */
+      defaultReplicationFactor?: number;
+    } = {},
+  ): { settings: TopicSettings; replicationFactor: number } {
     const name = options.internal ? validateTopicName(input.name) : validateUserTopicName(input.name);
     if (this.topics.has(name)) throw new EdgeqError('TOPIC_ALREADY_EXISTS', `topic ${name} already exists`, { details: { topic: name } });
     const n = input.partitions;
@@ -194,9 +203,10 @@ export class TopicManager {
         details: { key: 'partitions', value: n },
       });
     }
-    const rf = input.replicationFactor ?? 1;
-    if (!Number.isInteger(rf) || rf < 1 || rf > this.deps.brokerCount) {
-      throw new EdgeqError('INVALID_ARGUMENT', `replication factor must be in [1, ${this.deps.brokerCount}] (brokers available), got ${rf}`, {
+    const brokers = options.brokerCount ?? this.deps.brokerCount;
+    const rf = input.replicationFactor ?? options.defaultReplicationFactor ?? 1;
+    if (!Number.isInteger(rf) || rf < 1 || rf > brokers) {
+      throw new EdgeqError('INVALID_ARGUMENT', `replication factor must be in [1, ${brokers}] (brokers available), got ${rf}`, {
         details: { key: 'replicationFactor', value: rf },
       });
     }
@@ -213,13 +223,13 @@ export class TopicManager {
         details: { key: 'min.insync.replicas' },
       });
     }
-    return settings;
+    return { settings, replicationFactor: rf };
   }
 
   /** Creates a topic: durable in topics.json, logs created, then visible. */
   create(input: CreateTopicInput, options: { internal?: boolean } = {}): Promise<TopicView> {
     return this.serial(async () => {
-      const settings = this.validateCreate(input, options);
+      const { settings } = this.validateCreate(input, options);
       const rec = await this.store.add(
         {
           name: input.name,

@@ -338,7 +338,7 @@ describe('GroupCoordinator: offsets', () => {
   it('refuses commits from a stale generation, an unknown member or outsiders, storing nothing', async () => {
     const s = await setup();
     const { joins } = await formGroup(s, 2);
-    const [a, b] = joins as [JoinGroupResponse, JoinGroupResponse];
+    const [a] = joins as [JoinGroupResponse, JoinGroupResponse];
     const commit = (generationId: number, memberId: string) =>
       s.coord.commitOffsets({ groupId: 'g', generationId, memberId, topics: [{ name: 't', partitions: [{ partition: 0, offset: 5 }] }] });
     const end = s.log.logEndOffset;
