@@ -3,7 +3,7 @@
  * manager, the producer-id allocator and the group coordinator. Per-topic and per-partition
  * failures are answered inside the response; only whole-request failures throw.
  */
-import { type Clock } from '../core/index.ts';
+import { EdgeqError, type Clock } from '../core/index.ts';
 import type { BrokerMetrics } from '../metrics/index.ts';
 import type { GroupCoordinator } from '../group/index.ts';
 import {
@@ -16,7 +16,6 @@ import {
   type ListOffsetsPartitionResult,
   type TopicMetadata,
 } from '../protocol/index.ts';
-import { EdgeqError } from '../core/index.ts';
 import { handleFetch, type FetchLimits } from './fetch-handler.ts';
 import { handleProduce, type ProduceLimits } from './produce-handler.ts';
 import type { CellController, ProducerIdSource } from './controller.ts';
@@ -63,9 +62,11 @@ export function createHandlers(d: HandlerDeps): Handlers {
   });
   const groupsOrError = (): GroupCoordinator => {
     const g = d.groups();
-    if (!g) throw new EdgeqError('COORDINATOR_NOT_AVAILABLE', `broker ${d.self.id} does not coordinate groups now; ask FindCoordinator again`);
+    if (!g) throw notCoordinatorError();
     return g;
   };
+  const notCoordinatorError = () => new EdgeqError('COORDINATOR_NOT_AVAILABLE', `broker ${d.self.id} does not coordinate groups now; ask FindCoordinator again`);
+  const notCoordinator = () => wireError(notCoordinatorError());
   const wireFail = <T extends object>(make: (e: ReturnType<typeof wireError>) => T) => (err: unknown): T => make(wireError(err));
 
   return {
@@ -210,17 +211,17 @@ export function createHandlers(d: HandlerDeps): Handlers {
       }
     },
     SyncGroup: async (req) => groupsOrError().syncGroup(req).catch(wireFail((error) => ({ error, assignment: Buffer.alloc(0) }))),
-    Heartbeat: async (req) => (d.groups() ? groupsOrError().heartbeat(req) : { error: wireError(new EdgeqError('COORDINATOR_NOT_AVAILABLE', 'not the coordinator')) }),
-    LeaveGroup: async (req) => (d.groups() ? groupsOrError().leaveGroup(req) : { error: wireError(new EdgeqError('COORDINATOR_NOT_AVAILABLE', 'not the coordinator')) }),
-    OffsetCommit: async (req) => (d.groups() ? groupsOrError().commitOffsets(req) : { error: wireError(new EdgeqError('COORDINATOR_NOT_AVAILABLE', 'not the coordinator')), topics: [] }),
-    OffsetFetch: async (req) => (d.groups() ? groupsOrError().fetchOffsets(req) : { error: wireError(new EdgeqError('COORDINATOR_NOT_AVAILABLE', 'not the coordinator')), topics: [] }),
+    Heartbeat: async (req) => (d.groups() ? groupsOrError().heartbeat(req) : { error: notCoordinator() }),
+    LeaveGroup: async (req) => (d.groups() ? groupsOrError().leaveGroup(req) : { error: notCoordinator() }),
+    OffsetCommit: async (req) => (d.groups() ? groupsOrError().commitOffsets(req) : { error: notCoordinator(), topics: [] }),
+    OffsetFetch: async (req) => (d.groups() ? groupsOrError().fetchOffsets(req) : { error: notCoordinator(), topics: [] }),
     // A broker that does not coordinate holds no groups: an empty list, so listings over every
     // broker just work.
     ListGroups: async () => (d.groups() ? groupsOrError().listGroups() : { groups: [] }),
     DescribeGroups: async (req) => {
       const g = d.groups();
       if (g) return g.describeGroups(req);
-      const error = wireError(new EdgeqError('COORDINATOR_NOT_AVAILABLE', 'not the coordinator'));
+      const error = notCoordinator();
       return { groups: req.groupIds.map((groupId) => ({ groupId, error, state: '', protocolType: '', protocolName: '', generationId: -1, members: [], leaderId: '' })) };
     },
 
