@@ -68,8 +68,3 @@ export class RequestRouter {
     }
   }
 }
-
-/** The API name of a frame, for logs. */
-export function apiNameOf(frame: Frame): ApiName | number {
-  return apiSpec(frame.apiKey)?.name ?? frame.apiKey;
-}

@@ -160,8 +160,4 @@ export class ServerConnection {
     if (!this.pausedForInflight && !this.pausedForWrite && !this.ended) this.socket.resume();
   }
 
-  /** Records the client id the peer announced (ApiVersions). */
-  setClientId(id: string): void {
-    this.ctx.clientId = id;
-  }
 }
