@@ -159,5 +159,4 @@ export class ServerConnection {
   private maybeResume(): void {
     if (!this.pausedForInflight && !this.pausedForWrite && !this.ended) this.socket.resume();
   }
-
 }
