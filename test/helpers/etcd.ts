@@ -15,6 +15,8 @@ import { createServer } from 'node:net';
 import { tempDir } from './tmp.ts';
 
 export const ETCD_BIN = '/usr/bin/etcd';
+/** The test nodes' raft election timeout (`--election-timeout`). */
+export const ETCD_ELECTION_TIMEOUT_MS = 500;
 /** Deadline for a node (or a cluster) to report healthy: etcd needs 0.4-1 s alone, more in a cluster. */
 const HEALTHY_TIMEOUT_MS = 20_000;
 /** How long a node gets to exit on SIGTERM before SIGKILL (it takes 1-2 s). */
@@ -105,7 +107,7 @@ function makeNode(spec: { name: string; clientPort: number; peerPort: number; da
     '--initial-cluster-token', token,
     '--initial-cluster-state', 'new',
     '--heartbeat-interval', '50',
-    '--election-timeout', '500',
+    '--election-timeout', String(ETCD_ELECTION_TIMEOUT_MS),
     '--logger', 'zap',
     '--log-outputs', 'stderr',
     '--log-level', 'warn',
