@@ -30,6 +30,13 @@ export interface GatewayLimits {
   membersMax: number;
   /** A member that has not polled for this long is expired: its consumer leaves and the group rebalances. */
   memberIdleMsMax: number;
+  /**
+   * How long the gateway's producers hold a batch open for more records. Each HTTP request waits
+   * for its batch, so this is added to every produce's latency; under load, records still gather
+   * in batches while earlier ones are in flight (up to 5 per partition), so a short linger costs
+   * little throughput.
+   */
+  produceLingerMs: number;
 }
 
 /** Defaults: 1 MiB records in bodies of up to 8 MiB (room for a batch of several large records). */
@@ -47,6 +54,7 @@ export const GATEWAY_LIMITS: GatewayLimits = {
   streamHeartbeatMs: 15_000,
   membersMax: 256,
   memberIdleMsMax: 30_000,
+  produceLingerMs: 0,
 };
 
 /** Fills defaults and checks the bounds: a record must fit in a body, and every bound is positive. */
