@@ -38,6 +38,12 @@ export class ProducerBatch {
   producerEpoch = -1;
   /** The encoded batch, kept so a retry sends the very same bytes; null until built or after a resequence. */
   bytes: Buffer | null = null;
+  /**
+   * A batch that arrived already encoded (`Producer.sendBatch`): its bytes and record count. It is
+   * sent as it is, with only the producer id, epoch and base sequence stamped in, and takes no
+   * more records.
+   */
+  sealed: { bytes: Buffer; count: number } | null = null;
   /** Order of creation across the producer; sorts non-idempotent retries. */
   readonly seq: number;
   private settled = false;
@@ -61,9 +67,16 @@ export class ProducerBatch {
     return new Promise((resolve, reject) => this.callbacks.push({ resolve, reject }));
   }
 
+  /** Wraps an encoded batch of `count` records; the promise settles with its base offset. */
+  seal(bytes: Buffer, count: number): Promise<RecordMetadata> {
+    this.sealed = { bytes, count };
+    this.sizeBytes = bytes.length;
+    return new Promise((resolve, reject) => this.callbacks.push({ resolve, reject }));
+  }
+
   /** Number of records. */
   get count(): number {
-    return this.records.length;
+    return this.sealed ? this.sealed.count : this.records.length;
   }
 
   /** True once resolved or failed. */
@@ -136,12 +149,29 @@ export class RecordAccumulator {
     }
     let batch = q.batches[q.batches.length - 1];
     // One oversized record still gets a batch of its own: batchBytesMax is a target, not a limit.
-    if (!batch || (batch.count > 0 && batch.sizeBytes + sizeBytes > this.batchBytesMax)) {
+    if (!batch || batch.sealed || (batch.count > 0 && batch.sizeBytes + sizeBytes > this.batchBytesMax)) {
       batch = new ProducerBatch(topic, partition, this.clock.monotonicMs(), this.nextSeq++);
       q.batches.push(batch);
       this.batchCount++;
     }
     return { batch, result: batch.add(record, sizeBytes) };
+  }
+
+  /**
+   * Queues an encoded batch behind the partition's open one (which is then full: nothing may
+   * join it after a later batch, or order would break). It is ready at once: it cannot grow.
+   */
+  appendSealed(topic: string, partition: number, bytes: Buffer, count: number): { batch: ProducerBatch; result: Promise<RecordMetadata> } {
+    const key = `${topic}\u0000${partition}`;
+    let q = this.queues.get(key);
+    if (!q) {
+      q = { topic, partition, batches: [] };
+      this.queues.set(key, q);
+    }
+    const batch = new ProducerBatch(topic, partition, this.clock.monotonicMs(), this.nextSeq++);
+    q.batches.push(batch);
+    this.batchCount++;
+    return { batch, result: batch.seal(bytes, count) };
   }
 
   /**
@@ -156,7 +186,7 @@ export class RecordAccumulator {
       const head = q.batches[0];
       if (!head) continue;
       const waited = now - head.createdMs;
-      if (flushing || q.batches.length > 1 || head.sizeBytes >= this.batchBytesMax || waited >= this.lingerMs) {
+      if (flushing || q.batches.length > 1 || head.sealed || head.sizeBytes >= this.batchBytesMax || waited >= this.lingerMs) {
         ready.push({ topic: q.topic, partition: q.partition });
       } else {
         nextReadyMs = Math.min(nextReadyMs, this.lingerMs - waited);

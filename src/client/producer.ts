@@ -16,7 +16,7 @@
  * (InitProducerId with its id and epoch) and renumbers what is still queued from 0.
  */
 import { EdgeqError, silentLogger, systemClock, toEdgeqError, type Clock, type Logger, type TimerHandle } from '../core/index.ts';
-import { buildBatch, CompressionCodec, type CompressionName, type RecordInput } from '../log/index.ts';
+import { buildBatch, CompressionCodec, stampProducer, validateBatchHeader, type CompressionName, type RecordInput } from '../log/index.ts';
 import { Acks, errorOf, type AcksValue, type ProduceRequest, type ProduceResponse } from '../protocol/index.ts';
 import { estimateRecordBytes, ProducerBatch, RecordAccumulator, type RecordMetadata } from './accumulator.ts';
 import { BufferBudget, type BufferFullPolicy } from './buffer-budget.ts';
@@ -270,6 +270,41 @@ export class Producer {
     }
   }
 
+  /**
+   * Sends one already encoded record batch (the storage format, e.g. built by `buildBatch` or
+   * received by a gateway) to `partition` as it is: no decode, no re-encode. Only its producer id,
+   * epoch and base sequence are replaced with this producer's (the broker deduplicates on them),
+   * so the usual retries and idempotence apply. Resolves with the batch's base offset. The header
+   * and CRC are checked here; the broker checks the records.
+   */
+  async sendBatch(topic: string, partition: number, batch: Buffer): Promise<RecordMetadata> {
+    if (this.closing) throw new EdgeqError('CONNECTION_CLOSED', 'the producer is closed', { retriable: false });
+    const header = validateBatchHeader(batch, { messageBytesMax: this.recordBytesMax });
+    const turn = this.appendTail;
+    let release!: () => void;
+    this.appendTail = new Promise<void>((r) => (release = r));
+    try {
+      await this.connect();
+      await this.cluster.waitForTopic(topic, this.topicWaitMs);
+      const partitionCount = this.cluster.partitionCount(topic);
+      if (!(Number.isInteger(partition) && partition >= 0 && partition < partitionCount)) {
+        throw new EdgeqError('UNKNOWN_TOPIC_OR_PARTITION', `topic "${topic}" has no partition ${partition} (it has ${partitionCount})`, { details: { topic, partition } });
+      }
+      await turn;
+      await this.budget.acquire(batch.length);
+      if (this.closed) {
+        this.budget.release(batch.length);
+        throw new EdgeqError('CONNECTION_CLOSED', 'the producer is closed', { retriable: false });
+      }
+      const { result } = this.accumulator.appendSealed(topic, partition, batch, header.recordCount);
+      release();
+      this.wake();
+      return await result;
+    } finally {
+      release();
+    }
+  }
+
   private async sendInTurn(
     topic: string,
     list: readonly ProducerRecord[],
@@ -489,6 +524,10 @@ export class Producer {
     await Promise.all(
       batches.map(async (b) => {
         if (b.bytes) return;
+        if (b.sealed) {
+          b.bytes = stampProducer(b.sealed.bytes, { producerId: b.producerId, producerEpoch: b.producerEpoch, baseSequence: b.baseSequence });
+          return;
+        }
         b.bytes = await buildBatch(b.records, {
           codec: this.codec,
           producerId: b.producerId,

@@ -233,6 +233,21 @@ describe('refused requests write nothing', () => {
     const body = new Uint8Array(encodeMessage('ProduceRequest', { topics: [{ name: 'other', partitions: [{ partition: 0, records: await buildBatch([{ value: 'x' }]) }] }] }));
     await expectRefused(post(body, 'application/x-protobuf'), 400, 'INVALID_ARGUMENT');
   });
+  it('protobuf with bytes after the last whole batch → 400', async () => {
+    const batch = Buffer.concat([await buildBatch([{ value: 'ok' }]), Buffer.from([1, 2, 3])]);
+    const body = new Uint8Array(encodeMessage('ProduceRequest', { topics: [{ name: TOPIC, partitions: [{ partition: 0, records: batch }] }] }));
+    await expectRefused(post(body, 'application/x-protobuf'), 400, 'CORRUPT_BATCH');
+  });
+  it('protobuf batch claiming an origin region (the mesh sets that) → 400', async () => {
+    const batch = await buildBatch([{ value: 'x' }], { origin: { region: 'eu', offset: 7 } });
+    const body = new Uint8Array(encodeMessage('ProduceRequest', { topics: [{ name: TOPIC, partitions: [{ partition: 0, records: batch }] }] }));
+    await expectRefused(post(body, 'application/x-protobuf'), 400, 'INVALID_ARGUMENT');
+  });
+  it('protobuf batch with a record over the limit → 413', async () => {
+    const batch = await buildBatch([{ value: 'ok' }, { value: 'x'.repeat(LIMITS.recordBytesMax + 1) }]);
+    const body = new Uint8Array(encodeMessage('ProduceRequest', { topics: [{ name: TOPIC, partitions: [{ partition: 0, records: batch }] }] }));
+    await expectRefused(post(body, 'application/x-protobuf'), 413, 'MESSAGE_TOO_LARGE');
+  });
   it('protobuf with a partition out of range → 404', async () => {
     const body = new Uint8Array(encodeMessage('ProduceRequest', { topics: [{ name: TOPIC, partitions: [{ partition: 0, records: await buildBatch([{ value: 'ok' }]) }, { partition: 5, records: await buildBatch([{ value: 'x' }]) }] }] }));
     await expectRefused(post(body, 'application/x-protobuf'), 404, 'UNKNOWN_TOPIC_OR_PARTITION');

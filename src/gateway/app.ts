@@ -16,7 +16,7 @@ import { resolveLimits, type GatewayLimits } from './limits.ts';
 import { StreamSlots, streamPartition } from './stream.ts';
 import { GatewayMetrics, type GatewayAcksLabel } from './metrics.ts';
 import { GroupMembers, MEMBER_TOPICS_MAX, type JoinRequest } from './groups.ts';
-import { checkRecords, recordBytes, parseJsonRecords, parseProtobufRecords, parseValueEncoding, toJsonRecord, type GatewayRecord } from './records.ts';
+import { checkBatches, checkRecords, recordBytes, parseJsonRecords, parseProtobufBatches, parseValueEncoding, toJsonRecord, type GatewayRecord } from './records.ts';
 
 /** What the app is built from. */
 export interface GatewayDeps {
@@ -146,6 +146,19 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
   app.onError(onGatewayError);
   app.notFound(onGatewayNotFound);
   const metrics = new GatewayMetrics({ processMetrics: deps.processMetrics ?? true });
+  /** Runs a produce and records its latency, and its records and bytes when it succeeded. */
+  async function observed<T>(acks: AcksOption, produce: () => Promise<T>, size: { records: number; bytes: number }): Promise<T> {
+    const label: GatewayAcksLabel = acks === 0 ? '0' : acks === 1 ? '1' : 'all';
+    const startedMs = performance.now();
+    try {
+      const out = await produce();
+      metrics.observeProduce(label, performance.now() - startedMs, size);
+      return out;
+    } catch (err) {
+      metrics.observeProduce(label, performance.now() - startedMs, null);
+      throw err;
+    }
+  }
   // The patterns of every app.use below (Hono reports '*' as '/*'): a request whose last match is one of them matched no route.
   app.use('*', metrics.middleware(['*', '/*', '/v1/*']));
 
@@ -218,13 +231,33 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
       throw new EdgeqError('UNSUPPORTED_MEDIA_TYPE', `expected application/json, application/x-protobuf or application/octet-stream, got "${c.req.header('content-type') ?? ''}"`);
     }
     const body = await readBody(c, limits.bodyBytesMax);
+    if (type === 'application/x-protobuf') {
+      const parsed = await parseProtobufBatches(body, topic, limits);
+      acks ??= acksFromWire(parsed.acks);
+      checkBatches(parsed.batches, { topic, partitionCount: await backend.partitionCount(topic), recordsMax: limits.recordsMax });
+      const acksUsed = acks ?? 'all';
+      const baseOffsets = await observed(acksUsed, () => backend.produceBatches(topic, parsed.batches, acksUsed), {
+        records: parsed.batches.reduce((n, b) => n + b.records, 0),
+        bytes: parsed.batches.reduce((n, b) => n + b.recordBytes, 0),
+      });
+      if (wantsProtobuf(c)) {
+        // One result per partition: its first offset in this request, like the broker's base offset.
+        const first = new Map<number, number>();
+        parsed.batches.forEach((b, i) => {
+          const o = baseOffsets[i]!;
+          if (!first.has(b.partition) || o < first.get(b.partition)!) first.set(b.partition, o);
+        });
+        const res: ProduceResponse = {
+          topics: [{ name: topic, partitions: [...first].map(([partition, baseOffset]) => ({ partition, baseOffset, logAppendTimeMs: -1, logStartOffset: -1, leaderEpoch: -1 })) }],
+        };
+        return c.body(new Uint8Array(encodeMessage('ProduceResponse', res)), 200, { 'content-type': 'application/x-protobuf' });
+      }
+      const offsets = parsed.batches.flatMap((b, i) => Array.from({ length: b.records }, (_, j) => ({ partition: b.partition, offset: baseOffsets[i]! < 0 ? -1 : baseOffsets[i]! + j })));
+      return c.json({ offsets });
+    }
     let records: GatewayRecord[];
     if (type === 'application/json') records = parseJsonRecords(body);
-    else if (type === 'application/x-protobuf') {
-      const parsed = await parseProtobufRecords(body, topic);
-      records = parsed.records;
-      acks ??= acksFromWire(parsed.acks);
-    } else {
+    else {
       const rawPartition = c.req.header('x-edgeq-partition');
       const key = c.req.header('x-edgeq-key');
       records = [{ key: key === undefined ? null : Buffer.from(key, 'utf8'), value: body, headers: {}, partition: rawPartition === undefined ? null : intParam(rawPartition, 'X-Edgeq-Partition') }];
@@ -233,27 +266,11 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
     // Every record is checked before any is sent: a refused request writes nothing.
     checkRecords(records, { topic, partitionCount, recordBytesMax: limits.recordBytesMax, recordsMax: limits.recordsMax });
     const acksUsed = acks ?? 'all';
-    const acksLabel: GatewayAcksLabel = acksUsed === 0 ? '0' : acksUsed === 1 ? '1' : 'all';
-    const startedMs = performance.now();
-    let sent: RecordMetadata[];
-    try {
-      sent = await backend.produce(topic, records, acksUsed);
-    } catch (err) {
-      metrics.observeProduce(acksLabel, performance.now() - startedMs, null);
-      throw err;
-    }
-    metrics.observeProduce(acksLabel, performance.now() - startedMs, { records: records.length, bytes: records.reduce((n, r) => n + recordBytes(r), 0) });
-    const offsets = sent.map((m) => ({ partition: m.partition, offset: m.offset }));
-    if (type === 'application/x-protobuf' && wantsProtobuf(c)) {
-      // One result per partition: its first offset in this request, like the broker's base offset.
-      const first = new Map<number, number>();
-      for (const o of offsets) if (!first.has(o.partition) || o.offset < first.get(o.partition)!) first.set(o.partition, o.offset);
-      const res: ProduceResponse = {
-        topics: [{ name: topic, partitions: [...first].map(([partition, baseOffset]) => ({ partition, baseOffset, logAppendTimeMs: -1, logStartOffset: -1, leaderEpoch: -1 })) }],
-      };
-      return c.body(new Uint8Array(encodeMessage('ProduceResponse', res)), 200, { 'content-type': 'application/x-protobuf' });
-    }
-    return c.json({ offsets });
+    const sent = await observed(acksUsed, () => backend.produce(topic, records, acksUsed), {
+      records: records.length,
+      bytes: records.reduce((n, r) => n + recordBytes(r), 0),
+    });
+    return c.json({ offsets: sent.map((m) => ({ partition: m.partition, offset: m.offset })) });
   });
 
   app.get('/v1/topics/:name/partitions/:partition/records', async (c) => {

@@ -7,7 +7,7 @@
 import type { AcksOption, Admin, Consumer, ConsumerRecord, EdgeqClient, Producer, RecordMetadata } from '../client/index.ts';
 import { EdgeqError } from '../core/index.ts';
 import type { GatewayLimits } from './limits.ts';
-import { toRecordInput, type GatewayRecord } from './records.ts';
+import { toRecordInput, type GatewayBatch, type GatewayRecord } from './records.ts';
 
 /** The result of one read. */
 export interface ReadResult {
@@ -78,6 +78,7 @@ export class GatewayBackend {
         // framing, so its own bound is the body's to never refuse what the gateway accepted.
         recordBytesMax: this.limits.bodyBytesMax,
         topicWaitMs: 500,
+        lingerMs: this.limits.produceLingerMs,
       });
       this.producers.set(acks, p);
     }
@@ -108,6 +109,21 @@ export class GatewayBackend {
     );
     for (const r of settled) if (r.status === 'rejected') throw r.reason;
     return out;
+  }
+
+  /**
+   * Forwards checked protobuf batches as they are; answers each batch's base offset (-1 with
+   * acks 0), in batch order. Batches of one partition keep their order (the producer appends in
+   * call order).
+   */
+  async produceBatches(topic: string, batches: readonly GatewayBatch[], acks: AcksOption): Promise<number[]> {
+    const producer = this.producer(acks);
+    // allSettled, for the same reason as in `produce`.
+    const settled = await Promise.allSettled(batches.map((b) => producer.sendBatch(topic, b.partition, b.bytes)));
+    return settled.map((r) => {
+      if (r.status === 'rejected') throw r.reason;
+      return acks === 0 ? -1 : r.value.offset;
+    });
   }
 
   /** Reads up to `maxRecords` from `offset`, waiting up to `waitMs` for the first. */

@@ -4,7 +4,7 @@
  * refused request never reaches the producer and writes nothing.
  */
 import { EdgeqError } from '../core/index.ts';
-import { decodeBatches, type RecordInput } from '../log/index.ts';
+import { ATTR_HAS_ORIGIN, decodeBatch, splitBatches, validateBatchHeader, type RecordInput } from '../log/index.ts';
 import { decodeBody, type ProduceRequest } from '../protocol/index.ts';
 
 /** A record checked and ready to send; `partition` null lets the partitioner choose. */
@@ -90,24 +90,72 @@ export function parseJsonRecords(body: Buffer): GatewayRecord[] {
   });
 }
 
-/** Decodes a protobuf ProduceRequest for `topic`: it must name only that topic, and its batches must decode. */
-export async function parseProtobufRecords(body: Buffer, topic: string): Promise<{ records: GatewayRecord[]; acks: ProduceRequest['acks'] }> {
+/** One record batch of a protobuf body: checked here, then forwarded to the cell as it is. */
+export interface GatewayBatch {
+  partition: number;
+  /** The batch in the storage format, as the client encoded it (a view into the body). */
+  bytes: Buffer;
+  records: number;
+  /** Sum of `recordBytes` over its records. */
+  recordBytes: number;
+}
+
+/**
+ * Reads a protobuf ProduceRequest for `topic`: it must name only that topic, and every batch must
+ * pass the checks the broker would make (length, CRC, header) plus the gateway's own (each record
+ * within `recordBytesMax`). The batches are kept as they are: the producer forwards them without
+ * re-encoding (it only stamps its producer id and sequence in), which is what makes protobuf the
+ * fast way in.
+ */
+export async function parseProtobufBatches(body: Buffer, topic: string, o: { recordBytesMax: number; bodyBytesMax: number }): Promise<{ batches: GatewayBatch[]; acks: ProduceRequest['acks'] }> {
   const req = decodeBody<ProduceRequest>('ProduceRequest', body);
   const topics = req.topics ?? [];
   if (topics.length !== 1 || topics[0]?.name !== topic) {
     throw invalid(`the ProduceRequest must carry exactly one topic, "${topic}" (the one in the path)`, { topic });
   }
-  const records: GatewayRecord[] = [];
+  const batches: GatewayBatch[] = [];
   for (const p of topics[0].partitions ?? []) {
-    // decodeBatches checks each batch's CRC and throws CORRUPT_BATCH (400) on bad bytes.
-    const decoded = await decodeBatches(Buffer.from(p.records ?? new Uint8Array(0)));
-    for (const r of decoded) {
-      const headers: Record<string, Buffer> = {};
-      for (const h of r.headers) headers[h.key] = h.value ?? Buffer.alloc(0);
-      records.push({ key: r.key, value: r.value, headers, partition: p.partition, timestamp: r.timestamp });
+    const raw = p.records ?? new Uint8Array(0);
+    // A view, not a copy: the body outlives the send.
+    const bytes = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
+    const parts = splitBatches(bytes);
+    const covered = parts.reduce((n, b) => n + b.length, 0);
+    if (covered !== bytes.length) {
+      throw new EdgeqError('CORRUPT_BATCH', `partition ${p.partition}: ${bytes.length - covered} bytes after the last whole batch`, { details: { partition: p.partition } });
+    }
+    for (const b of parts) {
+      // CORRUPT_BATCH (400) on a bad length, CRC or header.
+      const header = validateBatchHeader(b, { messageBytesMax: o.bodyBytesMax });
+      if ((header.attributes & ATTR_HAS_ORIGIN) !== 0) {
+        throw invalid(`partition ${p.partition}: batches from clients may not carry an origin region (only the mesh sets it)`, { partition: p.partition });
+      }
+      const { records } = await decodeBatch(b);
+      let total = 0;
+      records.forEach((r, i) => {
+        const n = (r.key?.length ?? 0) + (r.value?.length ?? 0) + r.headers.reduce((m, h) => m + Buffer.byteLength(h.key) + (h.value?.length ?? 0), 0);
+        if (n > o.recordBytesMax) {
+          throw new EdgeqError('MESSAGE_TOO_LARGE', `partition ${p.partition}: record ${i} of a batch is ${n} bytes, over recordBytesMax ${o.recordBytesMax}`, {
+            details: { partition: p.partition, record: i, bytes: n, recordBytesMax: o.recordBytesMax },
+          });
+        }
+        total += n;
+      });
+      batches.push({ partition: p.partition, bytes: b, records: header.recordCount, recordBytes: total });
     }
   }
-  return { records, acks: req.acks };
+  return { batches, acks: req.acks };
+}
+
+/** Checks the count and partitions of protobuf batches before any is sent. */
+export function checkBatches(batches: readonly GatewayBatch[], o: { topic: string; partitionCount: number; recordsMax: number }): void {
+  const records = batches.reduce((n, b) => n + b.records, 0);
+  if (records === 0) throw invalid('no records to produce');
+  if (records > o.recordsMax) throw invalid(`${records} records is over recordsMax ${o.recordsMax}`, { recordsMax: o.recordsMax });
+  for (const b of batches) {
+    if (b.partition < 0 || b.partition >= o.partitionCount) {
+      throw new EdgeqError('UNKNOWN_TOPIC_OR_PARTITION', `topic "${o.topic}" has no partition ${b.partition} (it has ${o.partitionCount})`, { details: { topic: o.topic, partition: b.partition } });
+    }
+  }
 }
 
 /** Checks counts, sizes and partitions of every record before any is sent. */

@@ -203,6 +203,27 @@ export async function decodeBatches(buf: Buffer, fromOffset = 0): Promise<LogRec
   return out;
 }
 
+/** Producer identity stamped into a batch: -1 everywhere for a producer without idempotence. */
+export interface ProducerStamp {
+  producerId: number;
+  producerEpoch: number;
+  baseSequence: number;
+}
+
+/**
+ * A copy of an encoded batch with the producer id, epoch and base sequence replaced and the CRC
+ * recomputed. A gateway forwards batches its clients built, but the idempotence fields must be
+ * those of the gateway's own producer: the broker deduplicates on them.
+ */
+export function stampProducer(batch: Buffer, stamp: ProducerStamp): Buffer {
+  const out = Buffer.from(batch);
+  writeInt64(out, OFFSET_PRODUCER_ID, stamp.producerId);
+  out.writeInt16BE(stamp.producerEpoch, OFFSET_PRODUCER_EPOCH);
+  out.writeInt32BE(stamp.baseSequence, OFFSET_BASE_SEQUENCE);
+  recomputeCrc(out);
+  return out;
+}
+
 /** Recomputes the CRC of `batch` in place after its covered bytes were changed (tests, tools). */
 export function recomputeCrc(batch: Buffer): void {
   batch.writeUInt32BE(crc32c(batch.subarray(OFFSET_ATTRIBUTES)), OFFSET_CRC);
