@@ -13,7 +13,7 @@
  */
 import type { Socket } from 'node:net';
 import { toEdgeqError, type Logger } from '../core/index.ts';
-import { FLAG_RESPONSE, FrameDecoder, encodeErrorResponse, type Frame } from '../protocol/index.ts';
+import { FLAG_RESPONSE, FrameDecoder, encodeErrorResponse, writeCoalesced, type Frame } from '../protocol/index.ts';
 import type { RequestContext, RequestRouter } from './request-router.ts';
 
 /** Per-connection bounds. */
@@ -146,7 +146,7 @@ export class ServerConnection {
       const s = this.slots.shift()!;
       this.inflightBytes -= s.bytes;
       if (s.response && !this.ended) {
-        this.socket.write(s.response);
+        writeCoalesced(this.socket, s.response);
         if (this.socket.writableLength > this.limits.writeBufferBytesMax && !this.pausedForWrite) {
           this.pausedForWrite = true;
           this.socket.pause();

@@ -19,6 +19,7 @@ import {
   encodeRequest,
   negotiateVersions,
   throwIfError,
+  writeCoalesced,
   type ApiName,
   type Frame,
   type RequestOf,
@@ -207,7 +208,7 @@ export class Connection {
       if (this.closedWith) throw this.closedWith;
       const frame = encodeRequest(name, version, this.takeCorrelationId(), body);
       await new Promise<void>((resolve, reject) => {
-        this.socket.write(frame, (err) => (err ? reject(new EdgeqError('CONNECTION_CLOSED', err.message, { cause: err })) : resolve()));
+        writeCoalesced(this.socket, frame, (err) => (err ? reject(new EdgeqError('CONNECTION_CLOSED', err.message, { cause: err })) : resolve()));
       });
     } finally {
       this.releaseSlot();
@@ -239,7 +240,7 @@ export class Connection {
           }));
         }, remainingMs);
         this.pending.set(correlationId, { name, resolve, reject, timer });
-        this.socket.write(encodeRequest(name, options.version, correlationId, body));
+        writeCoalesced(this.socket, encodeRequest(name, options.version, correlationId, body));
       });
     } finally {
       this.releaseSlot();

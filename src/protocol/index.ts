@@ -7,3 +7,4 @@ export * from './api.ts';
 export * from './codec.ts';
 export * from './messages.ts';
 export { messageType, protoRoot, PROTO_PATH } from './schema.ts';
+export { writeCoalesced } from './coalesced-write.ts';
