@@ -1,5 +1,6 @@
 // Proves auth is on by default outside the local deployment: `edgeq gateway` refuses to start
-// with neither a keys file nor an explicit --no-auth (a typed config error, exit code 2).
+// with neither a keys file nor an explicit --no-auth (a typed config error, exit code 2); and that
+// bad producer bounds are refused the same way before anything starts.
 import { describe, expect, it, vi } from 'vitest';
 import { runCli } from './main.ts';
 
@@ -18,4 +19,20 @@ describe('edgeq gateway auth default', () => {
     expect(errors.join('')).toContain('INVALID_CONFIG');
     expect(errors.join('')).toContain('--no-auth');
   });
+
+  for (const [flag, value] of [['--produce-inflight', '9'], ['--produce-inflight', '0'], ['--produce-linger-ms', '-1'], ['--produce-linger-ms', 'soon']] as const) {
+    it(`refuses ${flag} ${value} with INVALID_CONFIG naming the bound`, async () => {
+      const errors: string[] = [];
+      const spy = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
+        errors.push(String(chunk));
+        return true;
+      });
+      try {
+        expect(await runCli(['gateway', '--brokers', '127.0.0.1:1', '--port', '0', '--no-auth', flag, value])).toBe(2);
+      } finally {
+        spy.mockRestore();
+      }
+      expect(errors.join('')).toMatch(/INVALID_CONFIG: .*(produceInflightPerPartitionMax|--produce-linger-ms)/);
+    });
+  }
 });

@@ -79,6 +79,7 @@ export class GatewayBackend {
         recordBytesMax: this.limits.bodyBytesMax,
         topicWaitMs: 500,
         lingerMs: this.limits.produceLingerMs,
+        inflightPerPartitionMax: this.limits.produceInflightPerPartitionMax,
       });
       this.producers.set(acks, p);
     }

@@ -37,6 +37,12 @@ export interface GatewayLimits {
    * little throughput.
    */
   produceLingerMs: number;
+  /**
+   * Batches per partition the gateway's producers keep in flight (1..5). Fewer in flight means
+   * records wait for the previous answer and gather into larger batches: fewer requests for the
+   * cell to replicate, at the cost of one round trip of waiting.
+   */
+  produceInflightPerPartitionMax: number;
 }
 
 /** Defaults: 1 MiB records in bodies of up to 8 MiB (room for a batch of several large records). */
@@ -55,6 +61,7 @@ export const GATEWAY_LIMITS: GatewayLimits = {
   membersMax: 256,
   memberIdleMsMax: 30_000,
   produceLingerMs: 0,
+  produceInflightPerPartitionMax: 5,
 };
 
 /** Fills defaults and checks the bounds: a record must fit in a body, and every bound is positive. */
@@ -66,6 +73,9 @@ export function resolveLimits(partial: Partial<GatewayLimits> = {}): GatewayLimi
   // Zero would make every stream a busy loop of heartbeats, or expire members as soon as they join.
   for (const key of ['streamHeartbeatMs', 'memberIdleMsMax'] as const) {
     if (limits[key] === 0) throw new EdgeqError('INVALID_CONFIG', `gateway limit ${key} must be positive`, { details: { key } });
+  }
+  if (limits.produceInflightPerPartitionMax < 1 || limits.produceInflightPerPartitionMax > 5) {
+    throw new EdgeqError('INVALID_CONFIG', `gateway limit produceInflightPerPartitionMax must be within 1..5 (the broker's dedup window), got ${limits.produceInflightPerPartitionMax}`, { details: { key: 'produceInflightPerPartitionMax' } });
   }
   if (limits.recordBytesMax > limits.bodyBytesMax) {
     throw new EdgeqError('INVALID_CONFIG', `gateway limit recordBytesMax (${limits.recordBytesMax}) exceeds bodyBytesMax (${limits.bodyBytesMax})`, { details: { key: 'recordBytesMax' } });

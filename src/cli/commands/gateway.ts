@@ -9,7 +9,7 @@ import type { Command } from 'commander';
 import { createClient } from '../../client/index.ts';
 import { EdgeqError } from '../../core/errors.ts';
 import { createLogger } from '../../core/logger.ts';
-import { Authenticator, createGatewayApp } from '../../gateway/index.ts';
+import { Authenticator, createGatewayApp, resolveLimits } from '../../gateway/index.ts';
 import { addBrokersOption, brokersOf } from './topics.ts';
 
 interface GatewayFlags {
@@ -19,6 +19,16 @@ interface GatewayFlags {
   /** commander's `--no-auth`: true unless the flag is given. */
   auth?: boolean;
   memberIdleMs?: string;
+  produceLingerMs?: string;
+  produceInflight?: string;
+}
+
+/** A flag that must be a non-negative integer when given; undefined when absent. */
+function intFlag(raw: string | undefined, flag: string, key: string): number | undefined {
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n)) throw new EdgeqError('INVALID_CONFIG', `${flag} must be a non-negative integer, got ${raw}`, { details: { key } });
+  return n;
 }
 
 /** Registers `edgeq gateway`. */
@@ -33,6 +43,8 @@ export function registerGatewayCommand(program: Command): void {
     .option('--keys <file>', 'API keys file (JSON; see docs/http-api.md); required unless --no-auth')
     .option('--no-auth', 'run without API keys (the local deployment; never on a shared network)')
     .option('--member-idle-ms <n>', 'expire HTTP consumer-group members that have not polled for this long (default 30000)')
+    .option('--produce-linger-ms <n>', 'how long produced records wait to share a batch (default 0)')
+    .option('--produce-inflight <n>', 'batches per partition in flight to the cell, 1..5 (default 5)')
     .action(async (flags: GatewayFlags, cmd: Command) => {
       const port = Number(flags.port ?? '8080');
       if (!Number.isInteger(port) || port < 0 || port > 65535) throw new EdgeqError('INVALID_CONFIG', `--port must be a port in [0, 65535], got ${flags.port}`, { details: { key: 'port' } });
@@ -45,13 +57,22 @@ export function registerGatewayCommand(program: Command): void {
           details: { key: 'keys' },
         });
       }
-      const auth = flags.keys ? await Authenticator.fromFile(flags.keys) : null;
-      const client = createClient({ brokers, clientId: 'edgeq-gateway', logger });
       const memberIdleMsMax = flags.memberIdleMs === undefined ? undefined : Number(flags.memberIdleMs);
       if (memberIdleMsMax !== undefined && !(Number.isSafeInteger(memberIdleMsMax) && memberIdleMsMax > 0)) {
         throw new EdgeqError('INVALID_CONFIG', `--member-idle-ms must be a positive integer, got ${flags.memberIdleMs}`, { details: { key: 'memberIdleMs' } });
       }
-      const app = createGatewayApp({ client, auth, limits: memberIdleMsMax === undefined ? {} : { memberIdleMsMax } });
+      const produceLingerMs = intFlag(flags.produceLingerMs, '--produce-linger-ms', 'produceLingerMs');
+      const produceInflightPerPartitionMax = intFlag(flags.produceInflight, '--produce-inflight', 'produceInflightPerPartitionMax');
+      const limits = {
+        ...(memberIdleMsMax === undefined ? {} : { memberIdleMsMax }),
+        ...(produceLingerMs === undefined ? {} : { produceLingerMs }),
+        ...(produceInflightPerPartitionMax === undefined ? {} : { produceInflightPerPartitionMax }),
+      };
+      // Checked before anything is opened: a bad bound is a start-up error, not a half-started gateway.
+      resolveLimits(limits);
+      const auth = flags.keys ? await Authenticator.fromFile(flags.keys) : null;
+      const client = createClient({ brokers, clientId: 'edgeq-gateway', logger });
+      const app = createGatewayApp({ client, auth, limits });
       const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
         const s = serve({ fetch: app.fetch, hostname: host, port }, (info) => {
           // One machine-readable line for supervisors and tests, like the broker's.
