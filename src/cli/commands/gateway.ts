@@ -44,7 +44,7 @@ export function registerGatewayCommand(program: Command): void {
     .option('--no-auth', 'run without API keys (the local deployment; never on a shared network)')
     .option('--member-idle-ms <n>', 'expire HTTP consumer-group members that have not polled for this long (default 30000)')
     .option('--produce-linger-ms <n>', 'how long produced records wait to share a batch (default 0)')
-    .option('--produce-inflight <n>', 'batches per partition in flight to the cell, 1..5 (default 5)')
+    .option('--produce-inflight <n>', 'batches per partition in flight to the cell, 1..5 (default 1)')
     .action(async (flags: GatewayFlags, cmd: Command) => {
       const port = Number(flags.port ?? '8080');
       if (!Number.isInteger(port) || port < 0 || port > 65535) throw new EdgeqError('INVALID_CONFIG', `--port must be a port in [0, 65535], got ${flags.port}`, { details: { key: 'port' } });
