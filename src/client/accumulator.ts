@@ -139,14 +139,19 @@ export class RecordAccumulator {
     return this.batchCount;
   }
 
-  /** Appends a record to its partition's open batch (or a new one); returns the batch and the record's promise. */
-  append(topic: string, partition: number, record: RecordInput, sizeBytes: number): { batch: ProducerBatch; result: Promise<RecordMetadata> } {
+  private queueOf(topic: string, partition: number): PartitionQueue {
     const key = `${topic}\u0000${partition}`;
     let q = this.queues.get(key);
     if (!q) {
       q = { topic, partition, batches: [] };
       this.queues.set(key, q);
     }
+    return q;
+  }
+
+  /** Appends a record to its partition's open batch (or a new one); returns the batch and the record's promise. */
+  append(topic: string, partition: number, record: RecordInput, sizeBytes: number): { batch: ProducerBatch; result: Promise<RecordMetadata> } {
+    const q = this.queueOf(topic, partition);
     let batch = q.batches[q.batches.length - 1];
     // One oversized record still gets a batch of its own: batchBytesMax is a target, not a limit.
     if (!batch || batch.sealed || (batch.count > 0 && batch.sizeBytes + sizeBytes > this.batchBytesMax)) {
@@ -162,12 +167,7 @@ export class RecordAccumulator {
    * join it after a later batch, or order would break). It is ready at once: it cannot grow.
    */
   appendSealed(topic: string, partition: number, bytes: Buffer, count: number): { batch: ProducerBatch; result: Promise<RecordMetadata> } {
-    const key = `${topic}\u0000${partition}`;
-    let q = this.queues.get(key);
-    if (!q) {
-      q = { topic, partition, batches: [] };
-      this.queues.set(key, q);
-    }
+    const q = this.queueOf(topic, partition);
     const batch = new ProducerBatch(topic, partition, this.clock.monotonicMs(), this.nextSeq++);
     q.batches.push(batch);
     this.batchCount++;

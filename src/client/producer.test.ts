@@ -16,6 +16,17 @@ async function readAll(consumer: Consumer, count: number): Promise<ConsumerRecor
   return out;
 }
 
+/** A one-partition topic reached through a proxy that loses the answer to the `nth` Produce, after the broker wrote it. */
+async function topicLosingAnswer(topic: string, nth: number): Promise<{ proxy: FaultProxy; client: ReturnType<typeof createClient> }> {
+  const admin = createClient({ brokers: [tb.address] }).admin();
+  await admin.createTopics([{ name: topic, partitions: 1 }]);
+  await admin.close();
+  const proxy = await FaultProxy.start({ host: tb.broker.host, port: tb.broker.port });
+  let producesSeen = 0;
+  proxy.dropRule = (api) => api === 'Produce' && ++producesSeen === nth;
+  return { proxy, client: createClient({ brokers: [proxy.address], reconnectBackoffMs: 10 }) };
+}
+
 describe('producer → consumer round trip', () => {
   for (const compression of ['none', 'snappy', 'lz4', 'zstd'] as const) {
     it(`keeps keys, values, headers and order with ${compression}`, async () => {
@@ -63,14 +74,8 @@ describe('producer → consumer round trip', () => {
 
 describe('idempotence', () => {
   it('a batch retried after its answer was lost is written once, with its original offsets', async () => {
-    const admin = createClient({ brokers: [tb.address] }).admin();
-    await admin.createTopics([{ name: 'idem', partitions: 1 }]);
-    await admin.close();
-    const proxy = await FaultProxy.start({ host: tb.broker.host, port: tb.broker.port });
-    let producesSeen = 0;
     // Lose the answer to the 2nd Produce after the broker wrote it: the client must retry.
-    proxy.dropRule = (api) => api === 'Produce' && ++producesSeen === 2;
-    const client = createClient({ brokers: [proxy.address], reconnectBackoffMs: 10 });
+    const { proxy, client } = await topicLosingAnswer('idem', 2);
     const producer = client.producer({ lingerMs: 0, retryBackoffMs: 10 });
     const first = await producer.send('idem', [{ value: 'a' }, { value: 'b' }]);
     const second = await producer.send('idem', [{ value: 'c' }, { value: 'd' }]);
@@ -90,13 +95,7 @@ describe('idempotence', () => {
   });
 
   it('without idempotence the same lost answer does write a duplicate (the test can tell)', async () => {
-    const admin = createClient({ brokers: [tb.address] }).admin();
-    await admin.createTopics([{ name: 'not-idem', partitions: 1 }]);
-    await admin.close();
-    const proxy = await FaultProxy.start({ host: tb.broker.host, port: tb.broker.port });
-    let producesSeen = 0;
-    proxy.dropRule = (api) => api === 'Produce' && ++producesSeen === 1;
-    const client = createClient({ brokers: [proxy.address], reconnectBackoffMs: 10 });
+    const { proxy, client } = await topicLosingAnswer('not-idem', 1);
     const producer = client.producer({ idempotent: false, lingerMs: 0, retryBackoffMs: 10 });
     await producer.send('not-idem', { value: 'once' });
     const consumer = createClient({ brokers: [tb.address] }).consumer();
@@ -112,14 +111,8 @@ describe('idempotence', () => {
 
 describe('sendBatch (an encoded batch passed through)', () => {
   it('keeps order with send(), stamps its own producer id and sequence, and writes a retried batch once', async () => {
-    const admin = createClient({ brokers: [tb.address] }).admin();
-    await admin.createTopics([{ name: 'sealed', partitions: 1 }]);
-    await admin.close();
-    const proxy = await FaultProxy.start({ host: tb.broker.host, port: tb.broker.port });
-    let producesSeen = 0;
     // Lose the answer to the Produce carrying the pre-built batch: the retry must not duplicate it.
-    proxy.dropRule = (api) => api === 'Produce' && ++producesSeen === 2;
-    const client = createClient({ brokers: [proxy.address], reconnectBackoffMs: 10 });
+    const { proxy, client } = await topicLosingAnswer('sealed', 2);
     const producer = client.producer({ lingerMs: 0, retryBackoffMs: 10 });
     // A client-built batch claiming some other producer's identity: the producer must overwrite it.
     const foreign = await buildBatch([{ value: 'b1' }, { value: 'b2' }, { value: 'b3' }], { producerId: 999, producerEpoch: 7, baseSequence: 42 });
