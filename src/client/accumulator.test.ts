@@ -1,4 +1,4 @@
-// Proves batches form by size (batchBytesMax) and become ready by size, by lingerMs on a fake clock, or by flush.
+// Proves batches form by size (batchBytesMax) and become ready by size, by lingerMs on a fake clock, or by flush; that a sealed (pre-encoded) batch takes no records and is ready at once; and that expired batches are removed oldest first.
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../core/index.ts';
 import { estimateRecordBytes, RecordAccumulator } from './accumulator.ts';
@@ -38,6 +38,36 @@ describe('RecordAccumulator', () => {
     const acc = new RecordAccumulator({ lingerMs: 10_000, batchBytesMax: 100, clock: new FakeClock() });
     acc.append('t', 1, rec(500), 521);
     expect(acc.ready(false).ready).toEqual([{ topic: 't', partition: 1 }]);
+  });
+
+  it('queues a sealed batch behind the open one, ready at once, and starts a new batch after it', () => {
+    const acc = new RecordAccumulator({ lingerMs: 10_000, batchBytesMax: 1000, clock: new FakeClock() });
+    acc.append('t', 0, rec(1), 22);
+    acc.appendSealed('t', 0, Buffer.alloc(70), 3);
+    acc.append('t', 0, rec(1), 22);
+    expect(acc.size).toBe(3);
+    expect(acc.ready(false).ready).toEqual([{ topic: 't', partition: 0 }]);
+    expect(acc.drain('t', 0)!.count).toBe(1);
+    const sealed = acc.drain('t', 0)!;
+    expect([sealed.count, sealed.sizeBytes, sealed.sealed?.bytes.length]).toEqual([3, 70, 70]);
+    expect(acc.ready(false).ready).toEqual([]); // the record after it lingers in its own batch
+    expect(acc.drain('t', 0)!.count).toBe(1);
+  });
+
+  it('removes expired batches oldest first and keeps the rest queued', () => {
+    const clock = new FakeClock();
+    const acc = new RecordAccumulator({ lingerMs: 10_000, batchBytesMax: 30, clock });
+    acc.append('t', 0, rec(10), 25);
+    clock.advance(10);
+    acc.append('t', 0, rec(10), 25);
+    acc.append('u', 1, rec(10), 25);
+    const cutoff = clock.monotonicMs();
+    const gone = acc.removeExpired((b) => b.createdMs < cutoff);
+    expect(gone.map((b) => [b.topic, b.createdMs])).toEqual([['t', cutoff - 10]]);
+    expect(acc.size).toBe(2);
+    expect(acc.removeExpired(() => true)).toHaveLength(2);
+    expect(acc.size).toBe(0);
+    expect(acc.ready(true).ready).toEqual([]);
   });
 
   it('makes every head ready when flushing', () => {

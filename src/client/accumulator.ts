@@ -205,16 +205,22 @@ export class RecordAccumulator {
     return head;
   }
 
-  /** Removes one batch (it expired before being drained). */
-  remove(b: ProducerBatch): void {
-    const key = `${b.topic}\u0000${b.partition}`;
-    const q = this.queues.get(key);
-    if (!q) return;
-    const i = q.batches.indexOf(b);
-    if (i < 0) return;
-    q.batches.splice(i, 1);
-    this.batchCount--;
-    if (q.batches.length === 0) this.queues.delete(key);
+  /**
+   * Removes and returns the batches `expired` says are past their time. Batches of a partition
+   * queue in creation order, so each queue is read from its head only until the first one still
+   * in time: the sender calls this on every turn, and it must not walk every queued batch.
+   */
+  removeExpired(expired: (b: ProducerBatch) => boolean): ProducerBatch[] {
+    const out: ProducerBatch[] = [];
+    if (this.batchCount === 0) return out;
+    for (const [key, q] of this.queues) {
+      while (q.batches.length > 0 && expired(q.batches[0]!)) {
+        out.push(q.batches.shift()!);
+        this.batchCount--;
+      }
+      if (q.batches.length === 0) this.queues.delete(key);
+    }
+    return out;
   }
 
   /** Every batch not yet drained. */

@@ -494,6 +494,7 @@ export class Producer {
   private expireWaiting(now: number): void {
     const expired = (b: ProducerBatch) => now - b.createdMs >= this.deliveryTimeoutMs;
     for (const s of this.partitions.values()) {
+      if (s.retries.length === 0) continue;
       const dead = s.retries.filter(expired);
       if (dead.length === 0) continue;
       s.retries = s.retries.filter((b) => !expired(b));
@@ -503,8 +504,7 @@ export class Producer {
         this.finish(b, new EdgeqError('REQUEST_TIMED_OUT', `${b.topic}/${b.partition}: not acknowledged within deliveryTimeoutMs ${this.deliveryTimeoutMs}`, { details: { topic: b.topic, partition: b.partition } }), -1);
       }
     }
-    for (const b of this.accumulator.all().filter(expired)) {
-      this.accumulator.remove(b);
+    for (const b of this.accumulator.removeExpired(expired)) {
       this.finish(b, new EdgeqError('REQUEST_TIMED_OUT', `${b.topic}/${b.partition}: not sent within deliveryTimeoutMs ${this.deliveryTimeoutMs}`, { details: { topic: b.topic, partition: b.partition } }), -1);
     }
   }
