@@ -22,6 +22,23 @@
  * of the gateway's answer to that request (measured just before). It is measured for every case;
  * `bareNodeHttpReqPerSec` is the figure for the single-record request, the one the target compares.
  *
+ * A second ceiling, `hono`: the same child process built as a Hono app on `@hono/node-server`
+ * (the gateway's own stack) that routes `POST /v1/topics/:name/records`, reads the body with
+ * `c.req.arrayBuffer()` and answers the same JSON with `c.body()`. It is measured per case right
+ * after the bare node:http run, the same way (`hono` rows next to `bare`, `honoSingleReqPerSec`,
+ * `vsHono` in the gateway rows): bare → hono is what the framework costs, hono → gateway what the
+ * produce path costs.
+ *
+ * CPU per request, a figure that does not depend on how busy the machine is: right before and
+ * right after every measured run (not the warm-up) the bench reads utime + stime of the processes
+ * serving it (/proc/<pid>/stat fields 14 and 15, clock ticks of `getconf CLK_TCK`; bench/lib/proc-cpu.ts)
+ * and divides the CPU ms used by the requests autocannon completed: `gatewayCpuMsPerReq` (the
+ * gateway process) and `brokersCpuMsPerReq` (the three broker processes summed; pids from the
+ * dev ready line) in the gateway rows, `serverCpuMsPerReq` (the child's pid) in the bare and
+ * hono rows, each with `requestsCompleted` and `loadAvg1m` ({start, end} of the measured run).
+ * Readings have the clock tick's resolution (10 ms at 100 ticks/s) over the whole run; null where
+ * a process could not be read.
+ *
  * autocannon runs in this process, on the same machine as the deployment (2 cores here): the load
  * generator, the gateway and the three brokers share the CPUs. A row with any non-2xx answer,
  * socket error or timeout is reported but is not a valid figure (`valid: false`), and does not
@@ -40,8 +57,9 @@ import { buildBatch } from '../src/log/index.ts';
 import { Acks, encodeMessage } from '../src/protocol/index.ts';
 import { alive, freeRange, startDev, type Ready } from '../test/helpers/dev-process.ts';
 import { cannon, type CannonRequest, type CannonSummary } from './lib/autocannon.ts';
-import { startBareServer, type BareServer } from './lib/bare-http-server.ts';
+import { startBareServer, type BareMode, type BareServer } from './lib/bare-http-server.ts';
 import { progress as say, sleep, waitUntil } from './lib/harness.ts';
+import { clockTicksPerSecond, cpuDeltaMs, readCpu } from './lib/proc-cpu.ts';
 
 const num = (name: string, fallback: number): number => {
   const v = process.env[name];
@@ -173,17 +191,43 @@ async function highWatermarks(gateway: string, topic: string): Promise<number | 
   }
 }
 
-/** Warm-up (not recorded) then the measured run. */
-async function measure(url: string, requests: CannonRequest[], label: string): Promise<{ run: CannonSummary; warmup: CannonSummary }> {
+/** 1-minute load average at the start and the end of a measured run. */
+interface LoadSpan {
+  start: number;
+  end: number;
+}
+
+/** CPU ms per completed request of a measured run, or null if unreadable or nothing completed. */
+function perRequest(cpuMs: number | null, completed: number): number | null {
+  return cpuMs === null || completed <= 0 ? null : round(cpuMs / completed, 4);
+}
+
+/**
+ * Warm-up (not recorded) then the measured run, with the CPU ms used during the measured run by
+ * each named group of processes (`cpuPids`: group name → pids, summed per group).
+ */
+async function measure<G extends string>(
+  url: string,
+  requests: CannonRequest[],
+  label: string,
+  cpuPids: Record<G, number[]>,
+): Promise<{ run: CannonSummary; warmup: CannonSummary; cpuMs: Record<G, number | null>; loadAvg1m: LoadSpan }> {
   const warmup = await cannon({ url, requests, connections: CONNECTIONS, pipelining: PIPELINING, durationSec: WARMUP_SECONDS });
+  const groups = Object.keys(cpuPids) as G[];
+  const load0 = loadavg()[0]!;
+  const before = groups.map((g) => readCpu(cpuPids[g]));
   const run = await cannon({ url, requests, connections: CONNECTIONS, pipelining: PIPELINING, durationSec: SECONDS });
+  const after = groups.map((g) => readCpu(cpuPids[g]));
+  const load1 = loadavg()[0]!;
+  const cpuMs = Object.fromEntries(groups.map((g, i) => [g, cpuPids[g].length > 0 ? cpuDeltaMs(before[i]!, after[i]!) : null])) as Record<G, number | null>;
   const bad = run.non2xx + run.errors + run.timeouts;
+  const cpu = groups.map((g) => `${g} ${perRequest(cpuMs[g], run.completed) ?? '?'}`).join(', ');
   progress(
-    `${label}: ${Math.round(run.reqPerSec).toLocaleString('en-US')} req/s, p50 ${run.p50Ms} ms, p99 ${run.p99Ms} ms` +
+    `${label}: ${Math.round(run.reqPerSec).toLocaleString('en-US')} req/s, p50 ${run.p50Ms} ms, p99 ${run.p99Ms} ms, CPU ms/req ${cpu}, load ${round(load0, 2)}→${round(load1, 2)}` +
       (bad > 0 ? ` — ${run.non2xx} non-2xx ${JSON.stringify(run.statusCodes)}, ${run.errors} errors, ${run.timeouts} timeouts` : '') +
       (warmup.non2xx + warmup.errors + warmup.timeouts > 0 ? ` (warm-up: ${warmup.non2xx} non-2xx, ${warmup.errors} errors, ${warmup.timeouts} timeouts)` : ''),
   );
-  return { run, warmup };
+  return { run, warmup, cpuMs, loadAvg1m: { start: round(load0, 2), end: round(load1, 2) } };
 }
 
 interface GatewayRow {
@@ -208,10 +252,21 @@ interface GatewayRow {
   /** This case's bare-server req/s and the gateway's share of it. */
   bareReqPerSec: number;
   vsBare: number;
+  /** This case's Hono-server req/s and the gateway's share of it. */
+  honoReqPerSec: number;
+  vsHono: number;
+  /** Requests autocannon completed in the measured run (the CPU figures' divisor). */
+  requestsCompleted: number;
+  /** CPU ms (utime + stime) per completed request of the measured run: the gateway process, and the three brokers summed. */
+  gatewayCpuMsPerReq: number | null;
+  brokersCpuMsPerReq: number | null;
+  loadAvg1m: LoadSpan;
 }
 
+/** A run of a ceiling server: bare node:http (`bare` rows) or Hono (`hono` rows). */
 interface BareRow {
   case: CaseName;
+  server: BareMode;
   requestBytes: number;
   answerBytes: number;
   reqPerSec: number;
@@ -221,21 +276,34 @@ interface BareRow {
   errors: number;
   timeouts: number;
   valid: boolean;
+  /** Requests completed in the measured run, and the server process's CPU ms per completed request. */
+  requestsCompleted: number;
+  serverCpuMsPerReq: number | null;
+  loadAvg1m: LoadSpan;
 }
 
 const round = (n: number, digits = 0): number => Math.round(n * 10 ** digits) / 10 ** digits;
 const ok2xx = (s: CannonSummary): number => s.statusCodes['200'] ?? 0;
 
-function table(rows: readonly GatewayRow[], bare: readonly BareRow[]): string {
-  const head = '| target | case | acks | req bytes | req/s | records/s | p50 ms | p99 ms | vs bare | non-2xx / errors / timeouts |';
-  const sep = '|---|---|---|---:|---:|---:|---:|---:|---:|---|';
+function table(rows: readonly GatewayRow[], bare: readonly BareRow[], hono: readonly BareRow[]): string {
+  const head =
+    '| target | case | acks | req bytes | req/s | records/s | p50 ms | p99 ms | vs bare | vs hono | CPU ms/req server or gateway | CPU ms/req brokers | load 1m | non-2xx / errors / timeouts |';
+  const sep = '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|';
   const fmt = (n: number) => n.toLocaleString('en-US');
+  const cpu = (n: number | null) => (n === null ? '?' : n.toFixed(3));
+  const load = (l: LoadSpan) => `${l.start}→${l.end}`;
   const lines: string[] = [];
   for (const c of CASES) {
     const b = bare.find((x) => x.case === c);
-    if (b) lines.push(`| bare node:http | ${c} | - | ${b.requestBytes} | ${fmt(b.reqPerSec)} | - | ${b.p50Ms} | ${b.p99Ms} | 1 | ${b.non2xx} / ${b.errors} / ${b.timeouts} |`);
+    const h = hono.find((x) => x.case === c);
+    const ceiling = (name: string, x: BareRow, vsBare: string, vsHono: string) =>
+      `| ${name} | ${c} | - | ${x.requestBytes} | ${fmt(x.reqPerSec)} | - | ${x.p50Ms} | ${x.p99Ms} | ${vsBare} | ${vsHono} | ${cpu(x.serverCpuMsPerReq)} | - | ${load(x.loadAvg1m)} | ${x.non2xx} / ${x.errors} / ${x.timeouts}${x.valid ? '' : ' (not valid)'} |`;
+    if (b) lines.push(ceiling('bare node:http', b, '1', '-'));
+    if (h) lines.push(ceiling('hono', h, b && b.reqPerSec > 0 ? String(round(h.reqPerSec / b.reqPerSec, 3)) : '-', '1'));
     for (const r of rows.filter((x) => x.case === c)) {
-      lines.push(`| gateway | ${c} | ${r.acks} | ${r.requestBytes} | ${fmt(r.reqPerSec)} | ${fmt(r.recordsPerSec)} | ${r.p50Ms} | ${r.p99Ms} | ${r.vsBare} | ${r.non2xx} / ${r.errors} / ${r.timeouts}${r.valid ? '' : ' (not valid)'} |`);
+      lines.push(
+        `| gateway | ${c} | ${r.acks} | ${r.requestBytes} | ${fmt(r.reqPerSec)} | ${fmt(r.recordsPerSec)} | ${r.p50Ms} | ${r.p99Ms} | ${r.vsBare} | ${r.vsHono} | ${cpu(r.gatewayCpuMsPerReq)} | ${cpu(r.brokersCpuMsPerReq)} | ${load(r.loadAvg1m)} | ${r.non2xx} / ${r.errors} / ${r.timeouts}${r.valid ? '' : ' (not valid)'} |`,
+      );
     }
   }
   return [head, sep, ...lines].join('\n');
@@ -264,13 +332,22 @@ async function stopDev(dev: ReturnType<typeof startDev>, ready: Ready | null): P
   }
 }
 
-/** A bare-server run of a case's requests: a fresh server process answering that case's answer size. */
-async function runBare(up: { bare: BareServer | null }, c: CaseName, p: { requests: CannonRequest[]; requestBytes: number; answerBytes: number }, label: string): Promise<BareRow> {
-  up.bare = await startBareServer({ [p.requests[0]!.path]: p.answerBytes });
+/** A ceiling-server run of a case's requests: a fresh server process (bare node:http or Hono) answering that case's answer size. */
+async function runBare(
+  up: { bare: BareServer | null },
+  mode: BareMode,
+  c: CaseName,
+  p: { requests: CannonRequest[]; requestBytes: number; answerBytes: number },
+  label: string,
+): Promise<BareRow> {
+  up.bare = await startBareServer({ [p.requests[0]!.path]: p.answerBytes }, { mode });
   try {
-    const b = await measure(up.bare.url, p.requests, `bare node:http ${c}${label} (${p.requestBytes} B in, ${p.answerBytes} B out)`);
+    const pid = up.bare.child.pid;
+    const name = mode === 'hono' ? 'hono' : 'bare node:http';
+    const b = await measure(up.bare.url, p.requests, `${name} ${c}${label} (${p.requestBytes} B in, ${p.answerBytes} B out)`, { server: pid === undefined ? [] : [pid] });
     return {
       case: c,
+      server: mode,
       requestBytes: p.requestBytes,
       answerBytes: p.answerBytes,
       reqPerSec: round(b.run.reqPerSec),
@@ -280,6 +357,9 @@ async function runBare(up: { bare: BareServer | null }, c: CaseName, p: { reques
       errors: b.run.errors,
       timeouts: b.run.timeouts,
       valid: b.run.non2xx + b.run.errors + b.run.timeouts === 0,
+      requestsCompleted: b.run.completed,
+      serverCpuMsPerReq: perRequest(b.cpuMs.server, b.run.completed),
+      loadAvg1m: b.loadAvg1m,
     };
   } finally {
     await up.bare.stop();
@@ -320,7 +400,16 @@ async function main(): Promise<void> {
     const ready = await up.dev.ready;
     up.ready = ready;
     const gateway = ready.gateway;
-    progress(`gateway at ${gateway}; processes ${ready.processes.map((p) => `${p.name}:${p.pid}`).join(', ')}`);
+    progress(`gateway at ${gateway}; processes ${ready.processes.map((p) => `${p.name}:${p.pid}`).join(', ')}; ${clockTicksPerSecond()} clock ticks/s`);
+    // The processes whose CPU time the gateway runs are charged with (pids from the ready line).
+    const pidOf = (name: string): number | undefined => ready.processes.find((p) => p.name === name)?.pid;
+    const gatewayPid = pidOf('gateway');
+    const brokerPids = ['broker-1', 'broker-2', 'broker-3'].map(pidOf);
+    const gatewayCpuPids = gatewayPid === undefined ? [] : [gatewayPid];
+    const brokerCpuPids = brokerPids.every((p) => p !== undefined) ? (brokerPids as number[]) : [];
+    if (gatewayPid === undefined || brokerCpuPids.length === 0) {
+      note(`the ready line names no pid for ${[gatewayPid === undefined ? 'gateway' : '', brokerCpuPids.length === 0 ? 'broker-1..3' : ''].filter(Boolean).join(' and ')}: their CPU figures are null`);
+    }
     const topic = await createTopic(gateway);
 
     // Every case's requests, checked once against the gateway; the answer sizes for the bare server.
@@ -336,18 +425,22 @@ async function main(): Promise<void> {
         progress(`${c} acks=${acks}: ${requests.length} distinct bodies of ${requestBytes} B, ${recordsPerRequest} records each; gateway answers ${answer} B`);
       }
     }
-    // Per case: the bare server (a fresh process, answering that case's answer size), then the
-    // gateway with acks=1 and acks=all; the side not measured idles meanwhile.
+    // Per case: the bare node:http server, then the Hono server (each a fresh process, answering
+    // that case's answer size), then the gateway with acks=1 and acks=all; the side not measured
+    // idles meanwhile.
     const bare: BareRow[] = [];
+    const hono: BareRow[] = [];
     const rows: GatewayRow[] = [];
     for (const c of CASES) {
-      bare.push(await runBare(up, c, prepared.get(`${c}/1`)!, ''));
+      bare.push(await runBare(up, 'node', c, prepared.get(`${c}/1`)!, ''));
+      hono.push(await runBare(up, 'hono', c, prepared.get(`${c}/1`)!, ''));
       for (const acks of ACKS) {
         const p = prepared.get(`${c}/${acks}`)!;
         const hw0 = await highWatermarks(gateway, topic);
-        const g = await measure(gateway, p.requests, `gateway ${c} acks=${acks}`);
+        const g = await measure(gateway, p.requests, `gateway ${c} acks=${acks}`, { gateway: gatewayCpuPids, brokers: brokerCpuPids });
         const hw1 = await highWatermarks(gateway, topic);
         const bareReq = bare[bare.length - 1]!.reqPerSec;
+        const honoReq = hono[hono.length - 1]!.reqPerSec;
         rows.push({
           case: c,
           acks,
@@ -367,6 +460,12 @@ async function main(): Promise<void> {
           highWatermarkDelta: hw0 !== null && hw1 !== null ? hw1 - hw0 : null,
           bareReqPerSec: bareReq,
           vsBare: bareReq > 0 ? round(g.run.reqPerSec / bareReq, 3) : 0,
+          honoReqPerSec: honoReq,
+          vsHono: honoReq > 0 ? round(g.run.reqPerSec / honoReq, 3) : 0,
+          requestsCompleted: g.run.completed,
+          gatewayCpuMsPerReq: perRequest(g.cpuMs.gateway, g.run.completed),
+          brokersCpuMsPerReq: perRequest(g.cpuMs.brokers, g.run.completed),
+          loadAvg1m: g.loadAvg1m,
         });
         const row = rows[rows.length - 1]!;
         if (!row.valid) {
@@ -382,9 +481,10 @@ async function main(): Promise<void> {
 
     // The single-record ceiling once more, after the gateway runs (the machine is shared, so it
     // drifts): the higher valid figure is the ceiling, which makes the target harder, not easier.
-    const bareSingleAgain = await runBare(up, 'single', prepared.get('single/1')!, ' (again, after the gateway runs)');
+    const bareSingleAgain = await runBare(up, 'node', 'single', prepared.get('single/1')!, ' (again, after the gateway runs)');
     const bareSingleFirst = bare.find((b) => b.case === 'single')!;
     const bareSingle = [bareSingleFirst, bareSingleAgain].filter((b) => b.valid).sort((a, b) => b.reqPerSec - a.reqPerSec)[0] ?? bareSingleFirst;
+    const honoSingle = hono.find((h) => h.case === 'single')!;
     const best = (c: CaseName, acks: AcksLevel) => rows.find((r) => r.case === c && r.acks === acks)!;
     const single1 = best('single', '1');
     const singleAll = best('single', 'all');
@@ -427,6 +527,9 @@ async function main(): Promise<void> {
           protobuf100: 'application/x-protobuf ProduceRequest, one partition (rotating over the 3), one uncompressed batch of 100 records; Accept: application/x-protobuf',
         },
         bare: 'node:http in its own process on 127.0.0.1: reads the whole body, answers JSON of the gateway answer size; same requests',
+        hono: "Hono app on @hono/node-server serve in its own process on 127.0.0.1: routes POST /v1/topics/:name/records, await c.req.arrayBuffer(), c.body(JSON of the gateway answer size, 200, {'content-type':'application/json'}); same requests; measured right after the bare run of each case",
+        cpu: 'utime+stime from /proc/<pid>/stat (fields 14, 15) right before and after each measured run (not the warm-up), ms per request completed; gateway rows: the gateway process and the 3 broker processes summed; bare/hono rows: the server process',
+        clockTicksPerSecond: clockTicksPerSecond(),
         reqPerSec: "mean of autocannon's per-second samples of the measured run",
         notes,
       },
@@ -435,18 +538,25 @@ async function main(): Promise<void> {
       /** The single-record bare runs before and after the gateway runs (the higher valid one is the ceiling). */
       bareSingleRuns: [bareSingleFirst.reqPerSec, bareSingleAgain.reqPerSec],
       bare,
+      /** Hono's single-record req/s (one run, right after the first bare single-record run). */
+      honoSingleReqPerSec: honoSingle.reqPerSec,
+      hono,
       rows,
       durationSec: Math.round((performance.now() - started) / 1000),
     };
     await mkdir(dirname(OUT), { recursive: true });
     await writeFile(OUT, `${JSON.stringify(result, null, 2)}\n`);
-    console.log(table(rows, bare));
+    console.log(table(rows, bare, hono));
     console.log(`\nbare node:http single-record runs: ${bareSingleFirst.reqPerSec.toLocaleString('en-US')} req/s before the gateway runs, ${bareSingleAgain.reqPerSec.toLocaleString('en-US')} after (p99 ${bareSingleAgain.p99Ms} ms); the ceiling is the higher valid one`);
     console.log(
       `single-record produce vs bare node:http (${bareSingle.reqPerSec.toLocaleString('en-US')} req/s): acks=1 ${(ratio1 * 100).toFixed(1)}%, acks=all ${(ratioAll * 100).toFixed(1)}% (target ≥ ${TARGETS.singleVsBareRatio * 100}%) -> acks=1 ${targets.singleAcks1Met ? 'met' : 'NOT met'}, acks=all ${targets.singleAcksAllMet ? 'met' : 'NOT met'}`,
     );
+    const pct = (a: number, b: number) => (b > 0 ? `${((a / b) * 100).toFixed(1)}%` : '-');
+    console.log(
+      `single-record: hono ${honoSingle.reqPerSec.toLocaleString('en-US')} req/s = ${pct(honoSingle.reqPerSec, bareSingle.reqPerSec)} of bare node:http (the framework); gateway acks=1 ${pct(single1.reqPerSec, honoSingle.reqPerSec)}, acks=all ${pct(singleAll.reqPerSec, honoSingle.reqPerSec)} of hono (the produce path)`,
+    );
     console.log(`protobuf batches of 100, acks=1: ${proto1.recordsPerSec.toLocaleString('en-US')} records/s (target ≥ ${TARGETS.protobuf100Acks1RecordsPerSec.toLocaleString('en-US')}) -> ${targets.protobuf100Acks1Met ? 'met' : 'NOT met'}`);
-    const invalid = [...rows.filter((r) => !r.valid).map((r) => `gateway ${r.case} acks=${r.acks}`), ...bare.filter((b) => !b.valid).map((b) => `bare ${b.case}`)];
+    const invalid = [...rows.filter((r) => !r.valid).map((r) => `gateway ${r.case} acks=${r.acks}`), ...bare.filter((b) => !b.valid).map((b) => `bare ${b.case}`), ...hono.filter((h) => !h.valid).map((h) => `hono ${h.case}`)];
     if (invalid.length > 0) console.log(`not valid (non-2xx, errors or timeouts): ${invalid.join(', ')}`);
     if (notes.length > 0) console.log(`\nnotes:\n${notes.map((n) => `- ${n}`).join('\n')}`);
     console.log(`took ${result.durationSec} s; wrote ${OUT}`);

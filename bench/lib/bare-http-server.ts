@@ -1,20 +1,33 @@
 /**
- * The ceiling for Node HTTP on this machine: a bare `node:http` server in its own process (as the
- * gateway is), on 127.0.0.1, that reads each request's whole body and answers a JSON body of a
- * size fixed per request URL (the size of the gateway's answer to the same request), with
- * `Content-Type: application/json` and `Content-Length`. Nothing else: no routing, no parsing.
+ * The ceilings for Node HTTP on this machine: a server in its own process (as the gateway is), on
+ * 127.0.0.1, that reads each request's whole body and answers a JSON body of a size fixed per
+ * request URL (the size of the gateway's answer to the same request), with
+ * `Content-Type: application/json` and `Content-Length`. Two modes, same requests, same answers:
  *
- * `startBareServer(answers)` spawns this file as a child process (`answers` maps a request URL —
- * path and query — to the answer's size in bytes; any other URL gets 404) and resolves with its
- * base URL and a `stop()` that ends it. Run directly, the file is that child: it reads the map from
- * the BARE_ANSWERS environment variable and prints `{"port":N}` on stdout once listening.
+ * - `node`: a bare `node:http` server. Nothing else: no routing, no parsing.
+ * - `hono`: the same built as a Hono app served by `@hono/node-server` `serve` (the gateway's
+ *   stack), routing `POST /v1/topics/:name/records`, reading the body with
+ *   `await c.req.arrayBuffer()` and answering with `c.body(buf, 200, {'content-type': …})`. Any
+ *   other route gets Hono's 404. Its gap to `node` is what the framework costs; the gateway's gap
+ *   to `hono` is what the produce path costs.
+ *
+ * `startBareServer(answers, { mode })` spawns this file as a child process (`answers` maps a
+ * request URL — path and query — to the answer's size in bytes; any other URL gets 404) and
+ * resolves with its base URL, the child (its pid, for CPU readings) and a `stop()` that ends it.
+ * Run directly, the file is that child: it reads the map from the BARE_ANSWERS environment
+ * variable and the mode from BARE_MODE (default `node`), and prints `{"port":N}` on stdout once
+ * listening.
  */
+import type { HttpBindings } from '@hono/node-server';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
 const SELF = fileURLToPath(import.meta.url);
+
+export type BareMode = 'node' | 'hono';
+export const BARE_MODES: readonly BareMode[] = ['node', 'hono'];
 
 /** A JSON object of exactly `bytes` bytes (at least 10): `{"pad":"aaa…"}`. */
 export function jsonOfSize(bytes: number): Buffer {
@@ -22,9 +35,8 @@ export function jsonOfSize(bytes: number): Buffer {
   return Buffer.from(`{"pad":"${'a'.repeat(pad)}"}`);
 }
 
-function serve(answers: Record<string, number>): void {
-  const bodies = new Map(Object.entries(answers).map(([url, n]) => [url, jsonOfSize(n)]));
-  const server = createServer((req, res) => {
+function nodeServer(bodies: Map<string, Buffer>): Server {
+  return createServer((req, res) => {
     // Read the whole body, as the gateway must, then answer.
     req.on('data', () => undefined);
     req.on('end', () => {
@@ -38,11 +50,41 @@ function serve(answers: Record<string, number>): void {
       res.end(body);
     });
   });
-  server.keepAliveTimeout = 65_000;
-  server.listen(0, '127.0.0.1', () => {
-    const a = server.address();
-    process.stdout.write(`${JSON.stringify({ port: typeof a === 'object' && a ? a.port : 0 })}\n`);
+}
+
+/** The Hono app on @hono/node-server; resolves once listening. Loaded only in this mode. */
+async function honoServer(bodies: Map<string, Buffer>, onListening: (port: number) => void): Promise<Server> {
+  const { Hono } = await import('hono');
+  const { serve } = await import('@hono/node-server');
+  // c.body() takes a Uint8Array over an ArrayBuffer: copied once here, not per request.
+  const answers = new Map([...bodies].map(([url, b]) => [url, new Uint8Array(b)]));
+  const app = new Hono<{ Bindings: HttpBindings }>();
+  app.post('/v1/topics/:name/records', async (c) => {
+    // Read the whole body, as the gateway must, then answer.
+    await c.req.arrayBuffer();
+    // The answer is keyed by the raw request URL (path and query), as in the node mode; the raw
+    // Node request gives it without building a URL object.
+    const body = answers.get(c.env.incoming.url ?? '');
+    if (!body) return c.body(null, 404);
+    return c.body(body, 200, { 'content-type': 'application/json' });
   });
+  return serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, (info) => onListening(info.port)) as Server;
+}
+
+async function runChild(answers: Record<string, number>, mode: BareMode): Promise<void> {
+  const bodies = new Map(Object.entries(answers).map(([url, n]) => [url, jsonOfSize(n)]));
+  const announce = (port: number) => process.stdout.write(`${JSON.stringify({ port })}\n`);
+  let server: Server;
+  if (mode === 'hono') {
+    server = await honoServer(bodies, announce);
+  } else {
+    server = nodeServer(bodies);
+    server.listen(0, '127.0.0.1', () => {
+      const a = server.address();
+      announce(typeof a === 'object' && a ? a.port : 0);
+    });
+  }
+  server.keepAliveTimeout = 65_000;
   const stop = () => {
     server.closeAllConnections();
     server.close(() => process.exit(0));
@@ -56,14 +98,25 @@ function serve(answers: Record<string, number>): void {
 
 export interface BareServer {
   url: string;
+  mode: BareMode;
   child: ChildProcess;
   stop(): Promise<void>;
 }
 
-/** Starts the bare server process; rejects after `timeoutMs` without its port line. */
-export function startBareServer(answers: Record<string, number>, timeoutMs = 20_000): Promise<BareServer> {
+export interface BareServerOptions {
+  /** `node` (bare node:http, the default) or `hono` (Hono on @hono/node-server). */
+  mode?: BareMode;
+  /** Reject after this long without the child's port line. */
+  timeoutMs?: number;
+}
+
+/** Starts the server process in the mode asked; rejects after `timeoutMs` without its port line. */
+export function startBareServer(answers: Record<string, number>, opts: BareServerOptions = {}): Promise<BareServer> {
+  const mode = opts.mode ?? 'node';
+  const timeoutMs = opts.timeoutMs ?? 20_000;
+  const what = mode === 'hono' ? 'the Hono server' : 'the bare node:http server';
   const child = spawn(process.execPath, ['--import', 'tsx', SELF], {
-    env: { ...process.env, BARE_ANSWERS: JSON.stringify(answers) },
+    env: { ...process.env, BARE_ANSWERS: JSON.stringify(answers), BARE_MODE: mode },
     // An IPC channel only so the child sees 'disconnect' if this process dies.
     stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
   });
@@ -78,13 +131,13 @@ export function startBareServer(answers: Record<string, number>, timeoutMs = 20_
   return new Promise<BareServer>((resolve, reject) => {
     const timer = setTimeout(() => {
       void stop();
-      reject(new Error(`the bare node:http server did not start in ${timeoutMs} ms`));
+      reject(new Error(`${what} did not start in ${timeoutMs} ms`));
     }, timeoutMs);
     createInterface({ input: child.stdout! }).once('line', (line) => {
       clearTimeout(timer);
       try {
         const { port } = JSON.parse(line) as { port: number };
-        resolve({ url: `http://127.0.0.1:${port}`, child, stop });
+        resolve({ url: `http://127.0.0.1:${port}`, mode, child, stop });
       } catch (err) {
         void stop();
         reject(err as Error);
@@ -92,9 +145,13 @@ export function startBareServer(answers: Record<string, number>, timeoutMs = 20_
     });
     void exited.then(() => {
       clearTimeout(timer);
-      reject(new Error(`the bare node:http server exited early (${child.exitCode ?? child.signalCode})`));
+      reject(new Error(`${what} exited early (${child.exitCode ?? child.signalCode})`));
     });
   });
 }
 
-if (process.argv[1] === SELF) serve(JSON.parse(process.env.BARE_ANSWERS ?? '{}') as Record<string, number>);
+if (process.argv[1] === SELF) {
+  const mode = (process.env.BARE_MODE ?? 'node') as BareMode;
+  if (!BARE_MODES.includes(mode)) throw new Error(`BARE_MODE: expected ${BARE_MODES.join(' or ')}, got "${mode}"`);
+  await runChild(JSON.parse(process.env.BARE_ANSWERS ?? '{}') as Record<string, number>, mode);
+}
