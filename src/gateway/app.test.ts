@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, TestCell } from '../../test/helpers/cell.ts';
 import { createClient, type EdgeqClient } from '../client/index.ts';
-import { buildBatch } from '../log/index.ts';
+import { buildBatch, readBatchHeader, recomputeCrc } from '../log/index.ts';
 import { Acks, decodeBody, encodeMessage, type ProduceResponse } from '../protocol/index.ts';
 import { createGatewayApp, type GatewayApp } from './index.ts';
 
@@ -232,6 +232,16 @@ describe('refused requests write nothing', () => {
   it('protobuf naming another topic → 400', async () => {
     const body = new Uint8Array(encodeMessage('ProduceRequest', { topics: [{ name: 'other', partitions: [{ partition: 0, records: await buildBatch([{ value: 'x' }]) }] }] }));
     await expectRefused(post(body, 'application/x-protobuf'), 400, 'INVALID_ARGUMENT');
+  });
+  it('protobuf batch whose CRC holds but whose records do not parse → 400', async () => {
+    const batch = await buildBatch([{ value: 'ok' }, { value: 'fine' }]);
+    const { recordsOffset } = readBatchHeader(batch);
+    batch.writeUInt8(0x7e, recordsOffset); // the first record's length varint now runs past the section
+    recomputeCrc(batch);
+    // A good batch for another partition first: the gateway must refuse the request before either goes out.
+    const good = await buildBatch([{ value: 'good' }]);
+    const body = new Uint8Array(encodeMessage('ProduceRequest', { topics: [{ name: TOPIC, partitions: [{ partition: 1, records: good }, { partition: 0, records: batch }] }] }));
+    await expectRefused(post(body, 'application/x-protobuf'), 400, 'CORRUPT_BATCH');
   });
   it('protobuf with bytes after the last whole batch → 400', async () => {
     const batch = Buffer.concat([await buildBatch([{ value: 'ok' }]), Buffer.from([1, 2, 3])]);

@@ -4,7 +4,7 @@
  * refused request never reaches the producer and writes nothing.
  */
 import { EdgeqError } from '../core/index.ts';
-import { ATTR_HAS_ORIGIN, decodeBatch, splitBatches, validateBatchHeader, type RecordInput } from '../log/index.ts';
+import { ATTR_HAS_ORIGIN, CompressionCodec, decodeBatch, splitBatches, validateBatchHeader, validateBatchRecords, type RecordInput } from '../log/index.ts';
 import { decodeBody, type ProduceRequest } from '../protocol/index.ts';
 
 /** A record checked and ready to send; `partition` null lets the partitioner choose. */
@@ -96,7 +96,7 @@ export interface GatewayBatch {
   /** The batch in the storage format, as the client encoded it (a view into the body). */
   bytes: Buffer;
   records: number;
-  /** Sum of `recordBytes` over its records. */
+  /** Bytes of its records: the sum of `recordBytes`, or the records section when that alone shows every record fits. */
   recordBytes: number;
 }
 
@@ -128,6 +128,14 @@ export async function parseProtobufBatches(body: Buffer, topic: string, o: { rec
       const header = validateBatchHeader(b, { messageBytesMax: o.bodyBytesMax });
       if ((header.attributes & ATTR_HAS_ORIGIN) !== 0) {
         throw invalid(`partition ${p.partition}: batches from clients may not carry an origin region (only the mesh sets it)`, { partition: p.partition });
+      }
+      const sectionBytes = b.length - header.recordsOffset;
+      if (header.codec === CompressionCodec.none && sectionBytes <= o.recordBytesMax) {
+        // No record can be over the bound when all of them together are not: checking the framing
+        // (as the broker will) is enough, without building a record object for each.
+        validateBatchRecords(b, header, { messageBytesMax: o.bodyBytesMax });
+        batches.push({ partition: p.partition, bytes: b, records: header.recordCount, recordBytes: sectionBytes });
+        continue;
       }
       const { records } = await decodeBatch(b);
       let total = 0;
