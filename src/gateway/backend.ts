@@ -22,10 +22,14 @@ export interface ReadResult {
  */
 export const READ_ROUND_TRIP_MS = 200;
 
+/** Protobuf batches in flight per partition: the broker's idempotence window (5 batches). */
+const BATCHES_INFLIGHT_PER_PARTITION_MAX = 5;
+
 /** The gateway's view of the cell. */
 export class GatewayBackend {
   readonly admin: Admin;
-  private readonly producers = new Map<AcksOption, Producer>();
+  /** By "acks/kind" (see `producer`). */
+  private readonly producers = new Map<string, Producer>();
   /** Idle consumers by "topic\0partition", oldest first in insertion order (LRU by re-insertion). */
   private readonly idle = new Map<string, Consumer[]>();
   private idleCount = 0;
@@ -68,8 +72,15 @@ export class GatewayBackend {
     }
   }
 
-  private producer(acks: AcksOption): Producer {
-    let p = this.producers.get(acks);
+  /**
+   * The producer for `acks` and a kind of input. Records (JSON, octets) share batches, so their
+   * producer keeps few batches in flight and lets records gather (`produceInflightPerPartitionMax`);
+   * protobuf batches arrive whole and cannot grow, so theirs keeps the most the broker's dedup
+   * window allows in flight, or one partition would carry one request at a time.
+   */
+  private producer(acks: AcksOption, kind: 'records' | 'batches'): Producer {
+    const key = `${acks}/${kind}`;
+    let p = this.producers.get(key);
     if (!p) {
       p = this.client.producer({
         acks,
@@ -79,9 +90,9 @@ export class GatewayBackend {
         recordBytesMax: this.limits.bodyBytesMax,
         topicWaitMs: 500,
         lingerMs: this.limits.produceLingerMs,
-        inflightPerPartitionMax: this.limits.produceInflightPerPartitionMax,
+        inflightPerPartitionMax: kind === 'records' ? this.limits.produceInflightPerPartitionMax : BATCHES_INFLIGHT_PER_PARTITION_MAX,
       });
-      this.producers.set(acks, p);
+      this.producers.set(key, p);
     }
     return p;
   }
@@ -91,7 +102,7 @@ export class GatewayBackend {
    * per partition, the others through the partitioner, all concurrently.
    */
   async produce(topic: string, records: readonly GatewayRecord[], acks: AcksOption): Promise<RecordMetadata[]> {
-    const producer = this.producer(acks);
+    const producer = this.producer(acks, 'records');
     const groups = new Map<number | null, number[]>();
     records.forEach((r, i) => {
       const list = groups.get(r.partition) ?? [];
@@ -118,7 +129,7 @@ export class GatewayBackend {
    * call order).
    */
   async produceBatches(topic: string, batches: readonly GatewayBatch[], acks: AcksOption): Promise<number[]> {
-    const producer = this.producer(acks);
+    const producer = this.producer(acks, 'batches');
     // allSettled, for the same reason as in `produce`.
     const settled = await Promise.allSettled(batches.map((b) => producer.sendBatch(topic, b.partition, b.bytes)));
     return settled.map((r) => {
