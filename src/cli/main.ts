@@ -12,6 +12,7 @@ import { registerTopicsCommands } from './commands/topics.ts';
 import { registerProduceCommand } from './commands/produce.ts';
 import { registerConsumeCommand } from './commands/consume.ts';
 import { registerGatewayCommand } from './commands/gateway.ts';
+import { registerForecastCommands } from './commands/forecast.ts';
 
 /** Builds the program with every subcommand. */
 export function buildProgram(): Command {
@@ -28,6 +29,7 @@ export function buildProgram(): Command {
   registerDevCommand(program);
   registerArbiterCommand(program);
   registerGatewayCommand(program);
+  registerForecastCommands(program);
   return program;
 }
 
