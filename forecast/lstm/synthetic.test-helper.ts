@@ -1,7 +1,7 @@
 /** Small synthetic series shared by the LSTM tests (a noisy daily sine, hourly steps, season 24). */
 import type { Series } from '../forecaster.ts';
 import type { LstmOptions } from './options.ts';
-import { seededRandom } from './windows.ts';
+import { seededRandom } from '../../src/core/index.ts';
 
 /** Season of the synthetic series: one day of hourly steps. */
 export const syntheticSeason = 24;

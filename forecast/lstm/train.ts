@@ -9,7 +9,8 @@ import type { Tensor } from '@tensorflow/tfjs';
 import { loadTf, type Tf } from '../runtime/index.ts';
 import { normStats, forward, type FeatureSpec, type NormStats, seqFeatureCount, denseFeatureCount } from './features.ts';
 import { buildModel, pinballLoss, type NetworkSpec } from './model.ts';
-import { buildSamples, epochSample, seededRandom, splitWindows, type SampleArrays } from './windows.ts';
+import { seededRandom } from '../../src/core/index.ts';
+import { buildSamples, epochSample, splitWindows, type SampleArrays } from './windows.ts';
 
 /** Training bounds and optimiser settings. */
 export interface TrainBounds {

@@ -58,18 +58,6 @@ export function buildSamples(spec: FeatureSpec, zAll: Float32Array, timestamps: 
   return { count, seq, dense, target };
 }
 
-/** Mulberry32: a tiny seeded PRNG (uniform in [0, 1)). */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** A seeded shuffle of `origins`, cut to at most `countMax` (one epoch's sample). */
 export function epochSample(origins: Int32Array, countMax: number, random: () => number): Int32Array {
   const out = Int32Array.from(origins);

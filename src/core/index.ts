@@ -3,3 +3,4 @@ export * from './errors.ts';
 export * from './assert.ts';
 export * from './clock.ts';
 export * from './logger.ts';
+export * from './random.ts';

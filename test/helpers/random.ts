@@ -1,14 +1,5 @@
-/** A small seeded PRNG (mulberry32) so randomised tests print a seed and can be replayed. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The seeded PRNG lives in core (the forecaster samples with it too). */
+export { seededRandom } from '../../src/core/index.ts';
 
 /** The seed from EDGEQ_TEST_SEED, or a fresh one; printed so a failure can be replayed. */
 export function testSeed(label: string): number {
