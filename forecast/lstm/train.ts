@@ -9,19 +9,12 @@ import type { Tensor } from '@tensorflow/tfjs';
 import { loadTf, type Tf } from '../runtime/index.ts';
 import { normStats, forward, type FeatureSpec, type NormStats, seqFeatureCount, denseFeatureCount } from './features.ts';
 import { buildModel, pinballLoss, type NetworkSpec } from './model.ts';
+import type { LstmOptions } from './options.ts';
 import { seededRandom } from '../../src/core/index.ts';
 import { buildSamples, epochSample, splitWindows, type SampleArrays } from './windows.ts';
 
-/** Training bounds and optimiser settings. */
-export interface TrainBounds {
-  readonly epochsMax: number;
-  readonly patienceEpochs: number;
-  readonly trainBudgetMs: number;
-  readonly windowsPerEpochMax: number;
-  readonly batchSize: number;
-  readonly learningRate: number;
-  readonly validationFraction: number;
-}
+/** Training bounds and optimiser settings: the options of that name (documented there). */
+export type TrainBounds = Pick<LstmOptions, 'epochsMax' | 'patienceEpochs' | 'trainBudgetMs' | 'windowsPerEpochMax' | 'batchSize' | 'learningRate' | 'validationFraction'>;
 
 /** What the worker receives. */
 export interface TrainRequest {
