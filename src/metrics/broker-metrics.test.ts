@@ -120,7 +120,9 @@ describe('broker metrics over the admin port', () => {
       const help = /^# HELP ([a-zA-Z_:][a-zA-Z0-9_:]*) .*$/.exec(line);
       const type = /^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge|histogram|summary|untyped)$/.exec(line);
       const label = String.raw`[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*"`;
-      const value = String.raw`(?:[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)|[+-]Inf|NaN)`;
+      // Values are what Go's strconv.ParseFloat reads, so NaN and Inf in any case: prom-client
+      // writes "Nan" for the event-loop lag mean when scraped before its histogram has a sample.
+      const value = String.raw`(?:[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)|[+-]?[Ii][Nn][Ff]|[Nn][Aa][Nn])`;
       const s = new RegExp(String.raw`^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{${label}(?:,${label})*,?\})? ${value}(?: -?\d+)?$`).exec(line);
       if (type) typed.set(type[1]!, type[2]!);
       // The format ignores empty lines (prom-client puts one between families).
