@@ -1,32 +1,26 @@
 // Proves every gateway route answers its happy path against a real 3-broker cell, and that every refused request answers the right problem+json status and code without moving any high watermark.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, TestCell } from '../../test/helpers/cell.ts';
+import type { TestCell } from '../../test/helpers/cell.ts';
 import { createClient, type EdgeqClient } from '../client/index.ts';
 import { buildBatch, readBatchHeader, recomputeCrc } from '../log/index.ts';
 import { Acks, decodeBody, encodeMessage, type ProduceResponse } from '../protocol/index.ts';
 import { createGatewayApp, type GatewayApp } from './index.ts';
+import { GatewayOnCell } from './test-support.ts';
 
 const LIMITS = { bodyBytesMax: 64 * 1024, recordBytesMax: 4 * 1024, waitMsMax: 5_000, recordsMax: 1_000 };
 const TOPIC = 'gw-orders';
 
+let gw: GatewayOnCell;
 let cell: TestCell;
 let client: EdgeqClient;
 let app: GatewayApp;
 
 beforeAll(async () => {
-  cell = await new TestCell().start();
-  client = createClient({ brokers: cell.addresses() });
-  app = createGatewayApp({ client, limits: LIMITS });
-  const res = await postJson('/v1/topics', { name: TOPIC, partitions: 2, replicationFactor: 3, config: { 'retention.ms': '600000' } });
-  expect(res.status).toBe(201);
-  await eventually(async () => (await app.request('/readyz')).status === 200, 15_000, 'readyz');
+  gw = await GatewayOnCell.start({ limits: LIMITS, topics: [{ name: TOPIC, partitions: 2, config: { 'retention.ms': '600000' } }] });
+  ({ cell, client, app } = gw);
 });
 
-afterAll(async () => {
-  await app?.close();
-  await client?.close();
-  await cell?.close();
-});
+afterAll(async () => gw?.close());
 
 function postJson(path: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
   return Promise.resolve(app.request(path, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) }));

@@ -1,8 +1,9 @@
 // Proves API-key auth over a real cell: missing or bad keys get 401, keys without the grant get 403 and write nothing, granted keys pass (Bearer or X-Api-Key), and auth null lets everything through.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TestCell } from '../../test/helpers/cell.ts';
-import { createClient, type EdgeqClient } from '../client/index.ts';
+import type { TestCell } from '../../test/helpers/cell.ts';
+import type { EdgeqClient } from '../client/index.ts';
 import { Authenticator, createGatewayApp, hashApiKey, type GatewayApp } from './index.ts';
+import { GatewayOnCell } from './test-support.ts';
 
 const TOPIC = 'auth-orders';
 const KEYS = {
@@ -11,6 +12,7 @@ const KEYS = {
   reader: 'key-reader-0123456789',
 };
 
+let gw: GatewayOnCell;
 let cell: TestCell;
 let client: EdgeqClient;
 let app: GatewayApp;
@@ -27,22 +29,16 @@ function keysDoc() {
 }
 
 beforeAll(async () => {
-  cell = await new TestCell().start();
-  client = createClient({ brokers: cell.addresses() });
-  app = createGatewayApp({ client, auth: Authenticator.fromJson(keysDoc()) });
-  const res = await app.request('/v1/topics', {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${KEYS.admin}` },
-    body: JSON.stringify({ name: TOPIC, partitions: 1, replicationFactor: 3 }),
+  gw = await GatewayOnCell.start({
+    auth: Authenticator.fromJson(keysDoc()),
+    topics: [{ name: TOPIC, partitions: 1 }],
+    adminHeaders: { authorization: `Bearer ${KEYS.admin}` },
+    waitReady: false,
   });
-  expect(res.status).toBe(201);
+  ({ cell, client, app } = gw);
 });
 
-afterAll(async () => {
-  await app?.close();
-  await client?.close();
-  await cell?.close();
-});
+afterAll(async () => gw?.close());
 
 async function highWatermark(): Promise<number> {
   const status = await client.admin().cellStatus();

@@ -1,12 +1,13 @@
 // Proves consumer groups over HTTP: two members split a topic's partitions and together read every record once, a commit makes the next member continue after the committed offsets, an idle member expires and its partitions go to the other member, and unknown members, bad bodies and members past membersMax are refused as problem+json.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, TestCell } from '../../test/helpers/cell.ts';
-import { createClient, type EdgeqClient } from '../client/index.ts';
+import { eventually } from '../../test/helpers/cell.ts';
+import type { EdgeqClient } from '../client/index.ts';
 import { createGatewayApp, type GatewayApp } from './index.ts';
+import { GatewayOnCell } from './test-support.ts';
 
 const MEMBER_IDLE_MS = 1_500;
 
-let cell: TestCell;
+let gw: GatewayOnCell;
 let client: EdgeqClient;
 let app: GatewayApp;
 
@@ -19,20 +20,18 @@ interface GroupRecord {
 }
 
 beforeAll(async () => {
-  cell = await new TestCell().start();
-  client = createClient({ brokers: cell.addresses() });
-  app = createGatewayApp({ client, limits: { memberIdleMsMax: MEMBER_IDLE_MS } });
-  for (const [name, partitions] of [['gw-g-split', 4], ['gw-g-commit', 1], ['gw-g-expire', 2]] as const) {
-    expect((await postJson('/v1/topics', { name, partitions, replicationFactor: 3 })).status).toBe(201);
-  }
-  await eventually(async () => (await app.request('/readyz')).status === 200, 15_000, 'readyz');
+  gw = await GatewayOnCell.start({
+    limits: { memberIdleMsMax: MEMBER_IDLE_MS },
+    topics: [
+      { name: 'gw-g-split', partitions: 4 },
+      { name: 'gw-g-commit', partitions: 1 },
+      { name: 'gw-g-expire', partitions: 2 },
+    ],
+  });
+  ({ client, app } = gw);
 }, 30_000);
 
-afterAll(async () => {
-  await app?.close();
-  await client?.close();
-  await cell?.close();
-});
+afterAll(async () => gw?.close());
 
 function postJson(path: string, body: unknown): Promise<Response> {
   return Promise.resolve(app.request(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }));

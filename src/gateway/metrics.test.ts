@@ -1,29 +1,21 @@
 // Proves the gateway's GET /metrics serves its own registry's Prometheus text, with request counters labelled by route pattern (not raw path), method and status, request and produce latency histograms, produce record/byte counters by acks, event-loop delay and process metrics.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, TestCell } from '../../test/helpers/cell.ts';
-import { createClient, type EdgeqClient } from '../client/index.ts';
+import type { EdgeqClient } from '../client/index.ts';
 import { createGatewayApp, type GatewayApp } from './index.ts';
+import { GatewayOnCell } from './test-support.ts';
 
 const TOPIC = 'gw-metrics';
 
-let cell: TestCell;
+let gw: GatewayOnCell;
 let client: EdgeqClient;
 let app: GatewayApp;
 
 beforeAll(async () => {
-  cell = await new TestCell().start();
-  client = createClient({ brokers: cell.addresses() });
-  app = createGatewayApp({ client });
-  const res = await app.request('/v1/topics', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: TOPIC, partitions: 1, replicationFactor: 3 }) });
-  expect(res.status).toBe(201);
-  await eventually(async () => (await app.request('/readyz')).status === 200, 15_000, 'readyz');
+  gw = await GatewayOnCell.start({ topics: [{ name: TOPIC, partitions: 1 }] });
+  ({ client, app } = gw);
 });
 
-afterAll(async () => {
-  await app?.close();
-  await client?.close();
-  await cell?.close();
-});
+afterAll(async () => gw?.close());
 
 /** Scrapes and parses `name{labels} value` lines into a map from the series text to its value. */
 async function scrape(): Promise<Map<string, number>> {

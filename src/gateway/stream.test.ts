@@ -1,30 +1,21 @@
 // Proves the SSE stream route sends a partition's records in offset order with id = offset from the asked offset, sends heartbeats while idle, frees its slot when the client goes away or the gateway stops, resumes after Last-Event-ID, refuses streams past streamsMax with 429, and refuses bad parameters, offsets past the end and unknown topics with problem+json.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, TestCell } from '../../test/helpers/cell.ts';
-import { createClient, type EdgeqClient } from '../client/index.ts';
-import { createGatewayApp, type GatewayApp } from './index.ts';
+import { eventually } from '../../test/helpers/cell.ts';
+import type { GatewayApp } from './index.ts';
+import { GatewayOnCell } from './test-support.ts';
 
 const TOPIC = 'gw-stream';
 const LIMITS = { streamsMax: 2, streamHeartbeatMs: 300 };
 
-let cell: TestCell;
-let client: EdgeqClient;
+let gw: GatewayOnCell;
 let app: GatewayApp;
 
 beforeAll(async () => {
-  cell = await new TestCell().start();
-  client = createClient({ brokers: cell.addresses() });
-  app = createGatewayApp({ client, limits: LIMITS });
-  const res = await app.request('/v1/topics', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: TOPIC, partitions: 2, replicationFactor: 3 }) });
-  expect(res.status).toBe(201);
-  await eventually(async () => (await app.request('/readyz')).status === 200, 15_000, 'readyz');
+  gw = await GatewayOnCell.start({ limits: LIMITS, topics: [{ name: TOPIC, partitions: 2 }] });
+  ({ app } = gw);
 });
 
-afterAll(async () => {
-  await app?.close();
-  await client?.close();
-  await cell?.close();
-});
+afterAll(async () => gw?.close());
 
 interface SseEvent {
   id?: string;
