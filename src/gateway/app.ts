@@ -15,6 +15,7 @@ import { onGatewayError, onGatewayNotFound } from './errors.ts';
 import { resolveLimits, type GatewayLimits } from './limits.ts';
 import { StreamSlots, streamPartition } from './stream.ts';
 import { GatewayMetrics, type GatewayAcksLabel } from './metrics.ts';
+import { isPlainObject, parseJsonObject } from './json-body.ts';
 import { GroupMembers, MEMBER_TOPICS_MAX, type JoinRequest } from './groups.ts';
 import { checkBatches, checkRecords, recordBytes, parseJsonRecords, parseProtobufBatches, parseValueEncoding, toJsonRecord, type GatewayRecord } from './records.ts';
 
@@ -68,19 +69,8 @@ function acksFromWire(v: AcksValue | undefined): AcksOption | null {
   return v === Acks.NONE ? 0 : v === Acks.LEADER ? 1 : v === Acks.ALL ? 'all' : null;
 }
 
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
 function parseNewTopic(body: Buffer): NewTopic {
-  let doc: unknown;
-  try {
-    doc = JSON.parse(body.toString('utf8'));
-  } catch (err) {
-    throw new EdgeqError('INVALID_ARGUMENT', `body is not valid JSON: ${(err as Error).message}`, { cause: err });
-  }
-  if (!isPlainObject(doc)) throw new EdgeqError('INVALID_ARGUMENT', 'body must be a JSON object');
-  const { name, partitions, replicationFactor, config } = doc;
+  const { name, partitions, replicationFactor, config } = parseJsonObject(body);
   if (typeof name !== 'string' || name === '') throw new EdgeqError('INVALID_ARGUMENT', '"name" must be a non-empty string');
   if (typeof partitions !== 'number' || !Number.isSafeInteger(partitions) || partitions < 1) throw new EdgeqError('INVALID_ARGUMENT', '"partitions" must be a positive integer');
   if (replicationFactor !== undefined && (typeof replicationFactor !== 'number' || !Number.isSafeInteger(replicationFactor) || replicationFactor < 1)) {
@@ -95,17 +85,6 @@ function parseNewTopic(body: Buffer): NewTopic {
     }
   }
   return { name, partitions, ...(replicationFactor !== undefined ? { replicationFactor } : {}), config: cfg };
-}
-
-function parseJsonObject(body: Buffer): Record<string, unknown> {
-  let doc: unknown;
-  try {
-    doc = JSON.parse(body.toString('utf8'));
-  } catch (err) {
-    throw new EdgeqError('INVALID_ARGUMENT', `body is not valid JSON: ${(err as Error).message}`, { cause: err });
-  }
-  if (!isPlainObject(doc)) throw new EdgeqError('INVALID_ARGUMENT', 'body must be a JSON object');
-  return doc;
 }
 
 function parseJoin(body: Buffer): JoinRequest {

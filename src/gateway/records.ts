@@ -6,6 +6,7 @@
 import { EdgeqError } from '../core/index.ts';
 import { ATTR_HAS_ORIGIN, CompressionCodec, decodeBatch, splitBatches, validateBatchHeader, validateBatchRecords, type RecordInput } from '../log/index.ts';
 import { decodeBody, type ProduceRequest } from '../protocol/index.ts';
+import { isPlainObject, parseJsonObject } from './json-body.ts';
 
 /** A record checked and ready to send; `partition` null lets the partitioner choose. */
 export interface GatewayRecord {
@@ -23,10 +24,6 @@ const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$
 
 function invalid(message: string, details: Record<string, unknown> = {}): EdgeqError {
   return new EdgeqError('INVALID_ARGUMENT', message, { details });
-}
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 /** Parses a `valueEncoding` given in a body or query; absent means utf8. */
@@ -53,13 +50,7 @@ export function recordBytes(r: { key: Buffer | null; value: Buffer | null; heade
 
 /** Parses and checks a JSON produce body (structure only; sizes and partitions are checked by `checkRecords`). */
 export function parseJsonRecords(body: Buffer): GatewayRecord[] {
-  let doc: unknown;
-  try {
-    doc = JSON.parse(body.toString('utf8'));
-  } catch (err) {
-    throw new EdgeqError('INVALID_ARGUMENT', `body is not valid JSON: ${(err as Error).message}`, { cause: err });
-  }
-  if (!isPlainObject(doc)) throw invalid('body must be a JSON object with a "records" array');
+  const doc = parseJsonObject(body, 'body must be a JSON object with a "records" array');
   const encoding = parseValueEncoding(doc['valueEncoding']);
   const list = doc['records'];
   if (!Array.isArray(list)) throw invalid('"records" must be an array');
