@@ -12,7 +12,7 @@
 // The cut is made by per-broker TCP proxies between the brokers and the arbiter (blackhole: no
 // byte forwarded either way, nothing closed) or by freezing the leader process with SIGSTOP.
 import { afterAll, describe, expect, it } from 'vitest';
-import { createClient, parseAddress } from '../../src/client/index.ts';
+import { createClient, parseAddress, type Producer } from '../../src/client/index.ts';
 import { ProcessCell } from '../helpers/cell-process.ts';
 import { checkAcknowledged, checkReplicasAgree, ContinuousProducer, Probe, readAll, sleep, stableLeader, tracer, waitFor, type Outcome, type PartitionView } from '../helpers/partition-probe.ts';
 import { randInt, seededRandom, testSeed } from '../helpers/random.ts';
@@ -32,9 +32,13 @@ const { trace, brokers: traceBrokers } = tracer('arbiter-cutoff');
 const codeOf = (o: Outcome): string => (o.ok ? 'ok' : o.code);
 const isFenced = (o: Outcome): boolean => !o.ok && FENCED.test(o.code);
 
-async function createTopic(cell: ProcessCell, client: ReturnType<typeof createClient>): Promise<Map<number, Probe>> {
+/** Creates the topic, a raw probe per broker and the patient main stream of acks=all writes. */
+async function startProducing(cell: ProcessCell, client: ReturnType<typeof createClient>): Promise<{ probes: Map<number, Probe>; producer: Producer; producing: ContinuousProducer }> {
   await client.admin().createTopics([{ name: TOPIC, partitions: 1, replicationFactor: 3, config: { 'min.insync.replicas': '2' } }]);
-  return new Map([1, 2, 3].map((id) => [id, new Probe(cell.portOf(id), TOPIC)]));
+  const probes = new Map([1, 2, 3].map((id) => [id, new Probe(cell.portOf(id), TOPIC)]));
+  const producer = client.producer({ acks: 'all', lingerMs: 2, retriesMax: 1000, deliveryTimeoutMs: 60_000, requestTimeoutMs: 3000 });
+  const producing = new ContinuousProducer(producer, TOPIC, { onFailure: (f) => trace(`send of ${f.value} failed: ${f.code}`) });
+  return { probes, producer, producing };
 }
 
 /** Polls the given brokers until one reports a leader other than `old` with an epoch above `epoch`. */
@@ -102,9 +106,8 @@ describe('leader cut off from the arbiter', () => {
       await cell.start();
       traceBrokers(cell);
       client = createClient({ brokers: cell.addresses(), metadataMaxAgeMs: 500, retry: { retriesMax: 50 } as never });
-      probes = await createTopic(cell, client);
-      const producer = client.producer({ acks: 'all', lingerMs: 2, retriesMax: 1000, deliveryTimeoutMs: 60_000, requestTimeoutMs: 3000 });
-      producing = new ContinuousProducer(producer, TOPIC, { onFailure: (f) => trace(`send of ${f.value} failed: ${f.code}`) });
+      let producer: Producer;
+      ({ probes, producer, producing } = await startProducing(cell, client));
       const rawAcked = new Map<string, number>();
       let probeSeq = 0;
 
@@ -211,9 +214,8 @@ describe('leader cut off from the arbiter', () => {
       await cell.start();
       traceBrokers(cell);
       client = createClient({ brokers: cell.addresses(), metadataMaxAgeMs: 500, retry: { retriesMax: 50 } as never });
-      probes = await createTopic(cell, client);
-      const producer = client.producer({ acks: 'all', lingerMs: 2, retriesMax: 1000, deliveryTimeoutMs: 60_000, requestTimeoutMs: 3000 });
-      producing = new ContinuousProducer(producer, TOPIC, { onFailure: (f) => trace(`send of ${f.value} failed: ${f.code}`) });
+      let producer: Producer;
+      ({ probes, producer, producing } = await startProducing(cell, client));
       const rawAcked = new Map<string, number>();
       let probeSeq = 0;
 
