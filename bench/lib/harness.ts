@@ -3,9 +3,9 @@
  * open-loop fixed-rate latency into an HdrHistogram (warm-up not recorded), medians over rounds,
  * progress lines on stderr and the markdown table of results.
  */
-import { createServer } from 'node:net';
 import type { EdgeqClient } from '../../src/client/index.ts';
 import * as hdr from 'hdr-histogram-js';
+export { freePort } from '../../test/helpers/ports.ts';
 
 /** Publish-to-ack latency at a fixed rate. */
 export interface Latency {
@@ -35,19 +35,6 @@ export function progress(line: string, tag = 'bench'): void {
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-/** A TCP port free on 127.0.0.1 right now. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const a = s.address();
-      const port = typeof a === 'object' && a ? a.port : 0;
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
-}
 
 export type Histogram = ReturnType<typeof hdr.build>;
 

@@ -1,31 +1,18 @@
 // Proves `edgeq broker --admin-port` (and EDGEQ_BROKER__ADMIN_PORT) serves GET /metrics from a real
 // broker process and reports the port on its listening line, and that the admin port is off by default.
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DEFAULT_CONFIG, loadConfig } from '../config/index.ts';
 import { cleanupTempDirs, tempDir } from '../../test/helpers/tmp.ts';
+import { freePort } from '../../test/helpers/ports.ts';
 
 afterAll(cleanupTempDirs);
 
 const BIN = fileURLToPath(new URL('../../bin/edgeq.js', import.meta.url));
 /** tsx compiles the sources on the first run: a few seconds on 2 cores. */
 const START_TIMEOUT_MS = 20_000;
-
-/** A port that was free a moment ago (the broker binds it right after). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const addr = s.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 describe('edgeq broker --admin-port', () => {
   it('is off by default and read from EDGEQ_BROKER__ADMIN_PORT', () => {

@@ -11,8 +11,8 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tempDir } from './tmp.ts';
+import { freePort } from './ports.ts';
 
 export const ETCD_BIN = '/usr/bin/etcd';
 /** The test nodes' raft election timeout (`--election-timeout`). */
@@ -175,15 +175,3 @@ function makeNode(spec: { name: string; clientPort: number; peerPort: number; da
   return node;
 }
 
-/** A port free on 127.0.0.1 right now (the OS picks it; another process could take it, rarely). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const addr = s.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      s.close(() => resolve(port));
-    });
-  });
-}
