@@ -21,9 +21,9 @@ import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir, cpus } from 'node:os';
 import { join } from 'node:path';
 import { connect as natsConnect, AckPolicy, type NatsConnection, type JetStreamClient } from 'nats';
-import { createClient } from '../src/client/index.ts';
 import { spawnBroker } from '../test/helpers/broker-process.ts';
-import { fixedRate as fixedRateRun, freePort, medianLatency, progress, table, windowed as windowedRun, type Row, consumeEdgeq, interleavedRounds } from './lib/harness.ts';
+import { fixedRate as fixedRateRun, freePort, medianLatency, progress, table, windowed as windowedRun, type Row, interleavedRounds } from './lib/harness.ts';
+import { edgeqTarget, type Target } from './lib/target.ts';
 
 const SIZES = [100, 1024];
 /** Unanswered produce calls allowed at once, for both systems. */
@@ -59,42 +59,19 @@ async function startNats(storeDir: string): Promise<{ port: number; child: Child
   throw new Error('nats-server did not start');
 }
 
-/** A system under test: how to produce one message of a size, for throughput and latency. */
-interface Target {
-  system: 'edgeq' | 'nats';
-  mode: string;
-  /** Prepares the topic/stream for `size` and returns its senders and reader. */
-  prepare(size: number): Promise<{
-    send: () => Promise<unknown>;
-    /** A sender tuned for latency (edgeq: no linger). */
-    sendOne: () => Promise<unknown>;
-    consume: (count: number) => Promise<number>;
-  }>;
-  close(): Promise<void>;
-}
-
-async function edgeqTarget(port: number, mode: 'interval' | 'sync'): Promise<Target> {
-  const client = createClient({ brokers: [`127.0.0.1:${port}`], clientId: `bench-${mode}` });
-  const admin = client.admin();
-  // Throughput: the producer batches (5 ms linger, large batches). Latency: no linger, so each
-  // message goes out at once, as JetStream's publish does.
-  const producer = client.producer({ acks: 'all', lingerMs: 5, batchBytesMax: 256 * 1024, bufferBytesMax: 256 * 1024 * 1024 });
-  const quick = client.producer({ acks: 'all', lingerMs: 0 });
-  return {
-    system: 'edgeq',
+/** edgeq on the lone broker at `port`, with the topic's flush policy set to `mode`. */
+function loneTarget(port: number, mode: 'interval' | 'sync'): Target {
+  return edgeqTarget({
+    brokers: [`127.0.0.1:${port}`],
+    clientId: `bench-${mode}`,
     mode,
-    async prepare(size) {
+    consumeSecondsMax: PHASE_SECONDS_MAX,
+    async topicFor(size, _client, admin) {
       const topic = `bench-${mode}-${size}`;
       await admin.createTopics([{ name: topic, partitions: 1, config: { 'flush.policy': mode } }], { ifNotExists: true });
-      const value = Buffer.alloc(size, 0x61);
-      return {
-        send: () => producer.send(topic, { value }),
-        sendOne: () => quick.send(topic, { value }),
-        consume: (count) => consumeEdgeq(client, topic, count, PHASE_SECONDS_MAX),
-      };
+      return topic;
     },
-    close: () => client.close(),
-  };
+  });
 }
 
 async function natsTarget(port: number): Promise<Target> {
@@ -138,7 +115,7 @@ async function main(): Promise<void> {
   const root = await mkdtemp(join(tmpdir(), 'edgeq-bench-'));
   const nats = await startNats(join(root, 'nats'));
   const broker = await spawnBroker({ dataDir: join(root, 'edgeq'), env: { EDGEQ_LOG_LEVEL: 'warn' } });
-  const targets: Target[] = [await natsTarget(nats.port), await edgeqTarget(broker.port, 'interval'), await edgeqTarget(broker.port, 'sync')];
+  const targets: Target[] = [await natsTarget(nats.port), loneTarget(broker.port, 'interval'), loneTarget(broker.port, 'sync')];
   try {
     type Prepared = Awaited<ReturnType<Target['prepare']>>;
     const prepared = new Map<string, Prepared>();

@@ -36,7 +36,8 @@ import { createClient, type Admin, type Producer } from '../src/client/index.ts'
 import { DEFAULT_CONFIG } from '../src/config/index.ts';
 import { ProcessCell } from '../test/helpers/cell-process.ts';
 import { cleanupTempDirs } from '../test/helpers/tmp.ts';
-import { fixedRate, median, medianLatency, progress as say, sleep, table, windowed, type Row, consumeEdgeq, interleavedRounds, waitUntil } from './lib/harness.ts';
+import { fixedRate, median, medianLatency, progress as say, sleep, table, windowed, type Row, interleavedRounds, waitUntil } from './lib/harness.ts';
+import { edgeqTarget, type Target } from './lib/target.ts';
 import { addStreamWhenReady, startNatsCluster, tail, type NatsCluster } from './lib/nats-cluster.ts';
 
 const num = (name: string, fallback: number): number => {
@@ -188,41 +189,15 @@ async function createReplicatedTopic(client: Client, admin: Admin, base: string)
   throw new Error(`no replicated topic ${base} took acks=all writes in ${TOPIC_ATTEMPTS_MAX} attempts`);
 }
 
-/** A system under test: how to produce one message of a size, for throughput and latency. */
-interface Target {
-  system: 'edgeq' | 'nats';
-  mode: string;
-  /** Prepares the topic/stream for `size` and returns its senders and reader. */
-  prepare(size: number): Promise<{
-    send: () => Promise<unknown>;
-    /** A sender tuned for latency (edgeq: no linger). */
-    sendOne: () => Promise<unknown>;
-    consume: (count: number) => Promise<number>;
-  }>;
-  close(): Promise<void>;
-}
-
-function edgeqTarget(cell: ProcessCell): Target {
-  const client = createClient({ brokers: cell.addresses(), clientId: 'bench-cell' });
-  const admin = client.admin();
-  // Throughput: the producer batches (5 ms linger, large batches). Latency: no linger, so each
-  // message goes out at once, as JetStream's publish does.
-  const producer = client.producer({ acks: 'all', lingerMs: 5, batchBytesMax: 256 * 1024, bufferBytesMax: 256 * 1024 * 1024 });
-  const quick = client.producer({ acks: 'all', lingerMs: 0 });
-  return {
-    system: 'edgeq',
+/** edgeq on the cell, on a replicated topic that takes acks=all writes. */
+function cellTarget(cell: ProcessCell): Target {
+  return edgeqTarget({
+    brokers: cell.addresses(),
+    clientId: 'bench-cell',
     mode: 'interval',
-    async prepare(size) {
-      const topic = await createReplicatedTopic(client, admin, `bench-cell-${size}`);
-      const value = Buffer.alloc(size, 0x61);
-      return {
-        send: () => producer.send(topic, { value }),
-        sendOne: () => quick.send(topic, { value }),
-        consume: (count) => consumeEdgeq(client, topic, count, PHASE_SECONDS_MAX),
-      };
-    },
-    close: () => client.close(),
-  };
+    consumeSecondsMax: PHASE_SECONDS_MAX,
+    topicFor: (size, client, admin) => createReplicatedTopic(client, admin, `bench-cell-${size}`),
+  });
 }
 
 async function natsTarget(cluster: NatsCluster): Promise<Target> {
@@ -528,7 +503,7 @@ async function main(): Promise<void> {
     const nats = natsStart.value;
     if (LOG_DIR) await mkdir(LOG_DIR, { recursive: true });
     for (const id of cell.brokers.keys()) captureLogs(cell, id);
-    targets.push(await natsTarget(nats), edgeqTarget(cell));
+    targets.push(await natsTarget(nats), cellTarget(cell));
     const rows = await measure(targets);
     for (const t of targets.splice(0)) await t.close().catch(() => undefined);
     // JetStream is done: stop it so it takes no CPU from the failover runs.
