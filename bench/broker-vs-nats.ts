@@ -20,10 +20,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir, cpus } from 'node:os';
 import { join } from 'node:path';
-import { connect as natsConnect, AckPolicy, type NatsConnection, type JetStreamClient } from 'nats';
+import { connect as natsConnect, type NatsConnection, type JetStreamClient } from 'nats';
 import { spawnBroker } from '../test/helpers/broker-process.ts';
 import { fixedRate as fixedRateRun, freePort, medianLatency, progress, table, windowed as windowedRun, type Row, interleavedRounds } from './lib/harness.ts';
-import { edgeqTarget, type Target } from './lib/target.ts';
+import { consumeJetStream, edgeqTarget, type Target } from './lib/target.ts';
 
 const SIZES = [100, 1024];
 /** Unanswered produce calls allowed at once, for both systems. */
@@ -89,21 +89,7 @@ async function natsTarget(port: number): Promise<Target> {
       return {
         send: () => js.publish(subject, payload),
         sendOne: () => js.publish(subject, payload),
-        consume: async (count) => {
-          await jsm.consumers.add(stream, { durable_name: 'bench', ack_policy: AckPolicy.None });
-          const consumer = await js.consumers.get(stream, 'bench');
-          const c0 = performance.now();
-          let got = 0;
-          const messages = await consumer.consume({ max_messages: 10_000 });
-          for await (const _m of messages) {
-            got++;
-            if (got >= count || performance.now() - c0 > PHASE_SECONDS_MAX * 1000) break;
-          }
-          const rate = got / ((performance.now() - c0) / 1000);
-          // stop() ends the pull; close() would wait for a drain that never comes without acks.
-          messages.stop();
-          return rate;
-        },
+        consume: (count) => consumeJetStream(js, jsm, stream, count, PHASE_SECONDS_MAX),
       };
     },
     close: () => nc.close(),

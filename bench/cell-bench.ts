@@ -31,13 +31,13 @@ import { createWriteStream } from 'node:fs';
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir, cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
-import { connect as natsConnect, AckPolicy, StorageType, type NatsConnection } from 'nats';
+import { connect as natsConnect, StorageType, type NatsConnection } from 'nats';
 import { createClient, type Admin, type Producer } from '../src/client/index.ts';
 import { DEFAULT_CONFIG } from '../src/config/index.ts';
 import { ProcessCell } from '../test/helpers/cell-process.ts';
 import { cleanupTempDirs } from '../test/helpers/tmp.ts';
 import { fixedRate, median, medianLatency, progress as say, sleep, table, windowed, type Row, interleavedRounds, waitUntil } from './lib/harness.ts';
-import { edgeqTarget, type Target } from './lib/target.ts';
+import { consumeJetStream, edgeqTarget, type Target } from './lib/target.ts';
 import { addStreamWhenReady, startNatsCluster, tail, type NatsCluster } from './lib/nats-cluster.ts';
 
 const num = (name: string, fallback: number): number => {
@@ -240,24 +240,7 @@ async function natsTarget(cluster: NatsCluster): Promise<Target> {
       return {
         send: () => js.publish(subject, payload),
         sendOne: () => js.publish(subject, payload),
-        consume: async (count) => {
-          await jsm.consumers.add(stream, { durable_name: 'bench', ack_policy: AckPolicy.None });
-          const consumer = await js.consumers.get(stream, 'bench');
-          const c0 = performance.now();
-          let got = 0;
-          const messages = await consumer.consume({ max_messages: 10_000 });
-          // A stall must not hang the phase: stop the pull at the deadline.
-          const guard = setTimeout(() => messages.stop(), PHASE_SECONDS_MAX * 1000);
-          for await (const _m of messages) {
-            got++;
-            if (got >= count || performance.now() - c0 > PHASE_SECONDS_MAX * 1000) break;
-          }
-          clearTimeout(guard);
-          const rate = got / ((performance.now() - c0) / 1000);
-          // stop() ends the pull; close() would wait for a drain that never comes without acks.
-          messages.stop();
-          return rate;
-        },
+        consume: (count) => consumeJetStream(js, jsm, stream, count, PHASE_SECONDS_MAX),
       };
     },
     async close() {

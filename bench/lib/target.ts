@@ -3,6 +3,7 @@
  * one batching producer for throughput and one unlingered producer for latency over a client, on
  * a topic the bench prepares its own way (a lone broker's flush policy, a cell's replicated topic).
  */
+import { AckPolicy, type JetStreamClient, type JetStreamManager } from 'nats';
 import { createClient, type Admin, type EdgeqClient } from '../../src/client/index.ts';
 import { consumeEdgeq } from './harness.ts';
 
@@ -53,4 +54,27 @@ export function edgeqTarget(o: EdgeqTargetOptions): Target {
     },
     close: () => client.close(),
   };
+}
+
+/**
+ * Reads up to `count` messages of `stream` back through a fresh unacknowledged durable consumer;
+ * answers messages per second. Bounded by `secondsMax`, even if the pull stalls.
+ */
+export async function consumeJetStream(js: JetStreamClient, jsm: JetStreamManager, stream: string, count: number, secondsMax: number): Promise<number> {
+  await jsm.consumers.add(stream, { durable_name: 'bench', ack_policy: AckPolicy.None });
+  const consumer = await js.consumers.get(stream, 'bench');
+  const c0 = performance.now();
+  let got = 0;
+  const messages = await consumer.consume({ max_messages: 10_000 });
+  // A stall must not hang the phase: stop the pull at the deadline.
+  const guard = setTimeout(() => messages.stop(), secondsMax * 1000);
+  for await (const _m of messages) {
+    got++;
+    if (got >= count || performance.now() - c0 > secondsMax * 1000) break;
+  }
+  clearTimeout(guard);
+  const rate = got / ((performance.now() - c0) / 1000);
+  // stop() ends the pull; close() would wait for a drain that never comes without acks.
+  messages.stop();
+  return rate;
 }
