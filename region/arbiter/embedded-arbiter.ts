@@ -13,7 +13,7 @@ import { connect, type Socket } from 'node:net';
 import { EdgeqError, silentLogger, systemClock, type Clock, type Logger, type TimerHandle } from '../../src/core/index.ts';
 import type { Arbiter, CasOptions, CasResult, KeyValue, Lease, Watch, WatchEvent } from './arbiter.ts';
 import { LineDecoder } from './line-decoder.ts';
-import { checkKey, checkLeaseId, checkPrefix, checkRevision, checkTtlMs, checkValue, isCompactedError } from './validation.ts';
+import { checkCas, checkKey, checkPrefix, checkPut, checkRevision, checkTtlMs, isCompactedError } from './validation.ts';
 import { errorFromWireMessage, eventFromWire, kvFromWire, RESPONSE_BYTES_MAX, type WireError, type WireEvent, type WireKeyValue } from './wire.ts';
 
 /** Deadline of one request: a few seconds, well under a broker lease (typically 10 s). */
@@ -125,18 +125,13 @@ export class EmbeddedArbiter implements Arbiter {
   }
 
   async put(key: string, value: Buffer, options: { leaseId?: string } = {}): Promise<number> {
-    checkKey(key);
-    checkValue(value);
-    checkLeaseId(options.leaseId);
+    checkPut(key, value, options);
     const r = (await this.request({ op: 'put', key, value: value.toString('base64'), leaseId: options.leaseId })) as { revision: number };
     return r.revision;
   }
 
   async compareAndSet(key: string, value: Buffer, options: CasOptions): Promise<CasResult> {
-    checkKey(key);
-    checkValue(value);
-    checkRevision(options?.expectedModRevision, 'expectedModRevision');
-    checkLeaseId(options.leaseId);
+    checkCas(key, value, options);
     return casFromWire(await this.request({ op: 'cas', key, value: value.toString('base64'), expectedModRevision: options.expectedModRevision, leaseId: options.leaseId }));
   }
 

@@ -16,7 +16,7 @@
 import { Etcd3, EtcdLeaseInvalidError, type IKeyValue, type IOptions, type Watcher } from 'etcd3';
 import { EdgeqError, silentLogger, systemClock, type Clock, type Logger } from '../../src/core/index.ts';
 import type { Arbiter, CasOptions, CasResult, KeyValue, Lease, Watch, WatchEvent } from './arbiter.ts';
-import { checkKey, checkLeaseId, checkPrefix, checkRevision, checkTtlMs, checkValue, compactedError } from './validation.ts';
+import { checkCas, checkKey, checkPrefix, checkPut, checkRevision, checkTtlMs, compactedError } from './validation.ts';
 
 /** Deadline of one etcd call: etcd itself gives up on a proposal after ~7 s without quorum. */
 export const ETCD_REQUEST_TIMEOUT_MS_DEFAULT = 5_000;
@@ -112,19 +112,14 @@ export class EtcdArbiter implements Arbiter {
 
   async put(key: string, value: Buffer, options: { leaseId?: string } = {}): Promise<number> {
     this.checkOpen();
-    checkKey(key);
-    checkValue(value);
-    checkLeaseId(options.leaseId);
+    checkPut(key, value, options);
     const res = await this.call(() => this.client.kv.put({ key: this.full(key), value, ...(options.leaseId ? { lease: options.leaseId } : {}) }));
     return Number(res.header.revision);
   }
 
   async compareAndSet(key: string, value: Buffer, options: CasOptions): Promise<CasResult> {
     this.checkOpen();
-    checkKey(key);
-    checkValue(value);
-    checkRevision(options?.expectedModRevision, 'expectedModRevision');
-    checkLeaseId(options.leaseId);
+    checkCas(key, value, options);
     const k = this.full(key);
     // A missing key compares as mod_revision 0 in etcd, so 0 means "only if absent".
     const res = await this.call(() =>

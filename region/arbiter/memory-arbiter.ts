@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { EdgeqError, silentLogger, systemClock, type Clock, type Logger, type TimerHandle } from '../../src/core/index.ts';
 import type { Arbiter, CasOptions, CasResult, KeyValue, Lease, Watch, WatchEvent } from './arbiter.ts';
 import type { ArbiterSnapshot } from './snapshot.ts';
-import { checkKey, checkLeaseId, checkPrefix, checkRevision, checkTtlMs, checkValue, compactedError, NO_LEASE } from './validation.ts';
+import { checkCas, checkKey, checkPrefix, checkPut, checkRevision, checkTtlMs, compactedError, NO_LEASE } from './validation.ts';
 
 /**
  * Recent events kept for watches that start in the past. A controller that reconnects within a
@@ -163,18 +163,13 @@ export class MemoryArbiter implements Arbiter {
 
   async put(key: string, value: Buffer, options: { leaseId?: string } = {}): Promise<number> {
     this.checkOpen();
-    checkKey(key);
-    checkValue(value);
-    checkLeaseId(options.leaseId);
+    checkPut(key, value, options);
     return this.write(key, value, options.leaseId);
   }
 
   async compareAndSet(key: string, value: Buffer, options: CasOptions): Promise<CasResult> {
     this.checkOpen();
-    checkKey(key);
-    checkValue(value);
-    checkRevision(options?.expectedModRevision, 'expectedModRevision');
-    checkLeaseId(options.leaseId);
+    checkCas(key, value, options);
     const stored = this.keys.get(key);
     if ((stored?.modRevision ?? 0) !== options.expectedModRevision) return { ok: false, revision: this.revision, current: this.read(key) };
     return { ok: true, revision: this.write(key, value, options.leaseId), current: null };

@@ -66,6 +66,21 @@ export function checkLeaseId(leaseId: unknown): asserts leaseId is string | unde
   }
 }
 
+/** The checks of `put`: key, value and optional lease. */
+export function checkPut(key: unknown, value: unknown, options: { leaseId?: unknown }): asserts key is string {
+  checkKey(key);
+  checkValue(value);
+  checkLeaseId(options.leaseId);
+}
+
+/** The checks of `compareAndSet`: those of `put` plus the expected revision. */
+export function checkCas(key: unknown, value: unknown, options: { expectedModRevision?: unknown; leaseId?: unknown } | undefined): asserts key is string {
+  checkKey(key);
+  checkValue(value);
+  checkRevision(options?.expectedModRevision, 'expectedModRevision');
+  checkLeaseId(options?.leaseId);
+}
+
 /**
  * The error of a watch asked to start before the oldest revision still kept. It is not
  * retriable as such: the caller must re-read the state (getPrefix) and watch from that revision.
