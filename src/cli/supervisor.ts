@@ -50,7 +50,7 @@ export class Supervisor {
 
   /** Starts a child and resolves with its listening line once it printed it. */
   async start(spec: ChildSpec, restarts: number[] = []): Promise<Record<string, unknown>> {
-    const child = spawn(process.execPath, [BIN, ...spec.args], {
+    const child = spawn(process.execPath, [...childNodeArgs(), BIN, ...spec.args], {
       env: { ...process.env, ...spec.env },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
@@ -129,4 +129,14 @@ export class Supervisor {
     }
     this.children.clear();
   }
+}
+
+/**
+ * Extra Node.js flags for every child, from EDGEQ_CHILD_NODE_ARGS (whitespace-separated): how to
+ * profile a running deployment (`--cpu-prof --cpu-prof-dir=DIR`), since Node refuses such flags
+ * in NODE_OPTIONS.
+ */
+function childNodeArgs(): string[] {
+  const raw = process.env.EDGEQ_CHILD_NODE_ARGS?.trim();
+  return raw ? raw.split(/\s+/) : [];
 }

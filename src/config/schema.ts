@@ -23,6 +23,7 @@ export const logSchema = z
     writeGroupBytesMax: int(1),
     writeGroupBatchesMax: int(1, 1024),
     validateRecords: z.boolean(),
+    tailCacheBytesMax: int(0, 2 ** 31 - 1),
   })
   .strict();
 

@@ -35,6 +35,10 @@ export interface LogConfig {
   writeGroupBatchesMax: number;
   /** Walk every record of an appended batch (decompressing) to check framing and count. */
   validateRecords: boolean;
+  /** Bytes of the newest batches kept in memory for tail reads (followers, caught-up consumers);
+   * 0 turns it off. 1 MiB covers ~100 ms of a partition taking 10 MB/s, far more than a follower
+   * trails by, while a broker with 1000 partitions spends at most 1 GiB on it. */
+  tailCacheBytesMax: number;
 }
 
 export const LOG_DEFAULTS: Readonly<LogConfig> = Object.freeze({
@@ -51,6 +55,7 @@ export const LOG_DEFAULTS: Readonly<LogConfig> = Object.freeze({
   writeGroupBytesMax: 8 * 1024 * 1024,
   writeGroupBatchesMax: 1024,
   validateRecords: true,
+  tailCacheBytesMax: 1024 * 1024,
 });
 
 /** Fills defaults and checks every field and the relations between them. */
@@ -73,6 +78,11 @@ export function resolveLogConfig(partial: Partial<LogConfig> = {}): LogConfig {
   positive('appendQueueBytesMax');
   positive('writeGroupBytesMax');
   positive('writeGroupBatchesMax', 1024);
+  if (!Number.isInteger(c.tailCacheBytesMax) || c.tailCacheBytesMax < 0 || c.tailCacheBytesMax > 2 ** 31 - 1) {
+    throw new EdgeqError('INVALID_CONFIG', `log.tailCacheBytesMax must be an integer in [0, ${2 ** 31 - 1}], got ${String(c.tailCacheBytesMax)}`, {
+      details: { key: 'log.tailCacheBytesMax' },
+    });
+  }
   for (const key of ['retentionMs', 'retentionBytes'] as const) {
     if (!Number.isInteger(c[key]) || (c[key] < 1 && c[key] !== -1)) {
       throw new EdgeqError('INVALID_CONFIG', `log.${key} must be a positive integer or -1, got ${c[key]}`, {

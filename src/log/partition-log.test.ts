@@ -1,7 +1,7 @@
 // Proves the partition log: offsets, reads of stored bytes, index lookups, rolls, retention,
 // timestamp lookup, bad input that changes nothing, a full disk, torn tails and damaged indexes
 // recovered at open, group commit, bounded file handles and truncation.
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { readdir, truncate as fsTruncate, writeFile, stat, readFile } from 'node:fs/promises';
 import { FakeClock } from '../core/clock.ts';
@@ -13,7 +13,7 @@ import { FilePool } from './file-pool.ts';
 import { FsStorage } from './fs-storage.ts';
 import { MemoryStorage } from './memory-storage.ts';
 import { PartitionLog } from './partition-log.ts';
-import type { LogConfig } from './log-config.ts';
+import { LOG_DEFAULTS, type LogConfig } from './log-config.ts';
 import type { Storage, StorageFile } from './storage.ts';
 import { cleanupTempDirs, tempDir } from '../../test/helpers/tmp.ts';
 
@@ -49,11 +49,27 @@ async function expectCode(p: Promise<unknown>, code: string): Promise<void> {
 }
 
 async function openMem(config: Partial<LogConfig> = {}, storage = new MemoryStorage(), clock = new FakeClock()) {
-  const log = await PartitionLog.open(DIR, config, { storage, clock });
+  const log = await openLog(DIR, config, { storage, clock });
   return { log, storage, clock };
 }
 
-describe('PartitionLog', () => {
+/**
+ * Every test runs twice: with the tail cache off, so reads go to the files, and with its default
+ * size, so reads at the tail come from memory (the rest of the suite reads through both).
+ */
+let tailCacheBytesMax = 0;
+function openLog(dir: string, config: Partial<LogConfig>, deps: Parameters<typeof PartitionLog.open>[2]): Promise<PartitionLog> {
+  return PartitionLog.open(dir, { tailCacheBytesMax, ...config }, deps);
+}
+
+describe.each([
+  { reads: 'from the files', bytes: 0 },
+  { reads: 'through the tail cache', bytes: LOG_DEFAULTS.tailCacheBytesMax },
+])('PartitionLog (reads $reads)', ({ bytes }) => {
+  beforeAll(() => {
+    tailCacheBytesMax = bytes;
+  });
+
   it('assigns contiguous offsets and reads back what was written', async () => {
     const { log } = await openMem();
     expect(log.logStartOffset).toBe(0);
@@ -240,7 +256,7 @@ describe('PartitionLog', () => {
     expect(await readAll(log)).toEqual(['before']);
     // Restart while the disk is still full: it opens, and reads what was acknowledged.
     storage.crash();
-    const again = await PartitionLog.open(DIR, {}, { storage, clock: new FakeClock() });
+    const again = await openLog(DIR, {}, { storage, clock: new FakeClock() });
     expect(again.logEndOffset).toBe(1);
     expect(await readAll(again)).toEqual(['before']);
     storage.capacityBytes = Number.MAX_SAFE_INTEGER;
@@ -264,7 +280,7 @@ describe('PartitionLog', () => {
       };
       return wrapped;
     };
-    const log = await PartitionLog.open(join(dir, 'p'), { flushPolicy: 'sync' }, { storage });
+    const log = await openLog(join(dir, 'p'), { flushPolicy: 'sync' }, { storage });
     await log.append(await batch(['one']));
     const size = (await stat(join(dir, 'p', '00000000000000000000.log'))).size;
     failWrites = true;
@@ -273,7 +289,7 @@ describe('PartitionLog', () => {
     failWrites = false;
     await log.append(await batch(['three']));
     await log.close();
-    const reopened = await PartitionLog.open(join(dir, 'p'), {}, { storage: fs });
+    const reopened = await openLog(join(dir, 'p'), {}, { storage: fs });
     expect(await readAll(reopened)).toEqual(['one', 'three']);
     await reopened.close();
   });
@@ -285,11 +301,11 @@ describe('PartitionLog', () => {
     await Promise.all(batches.map((b) => log.append(b)));
     // Every acknowledged batch survives a power cut...
     storage.crash();
-    const again = await PartitionLog.open(DIR, {}, { storage, clock: new FakeClock() });
+    const again = await openLog(DIR, {}, { storage, clock: new FakeClock() });
     expect(await readAll(again)).toHaveLength(64);
     // ...and 64 concurrent appends needed far fewer than 64 fdatasyncs (group commit).
     let syncs = 0;
-    const counting = await PartitionLog.open(DIR, { flushPolicy: 'sync' }, {
+    const counting = await openLog(DIR, { flushPolicy: 'sync' }, {
       storage,
       clock: new FakeClock(),
       observer: { onFsync: () => syncs++ },
@@ -304,7 +320,7 @@ describe('PartitionLog', () => {
     await log.append(await batch(['a']));
     await log.append(await batch(['b']));
     storage.crash();
-    const again = await PartitionLog.open(DIR, {}, { storage, clock: new FakeClock() });
+    const again = await openLog(DIR, {}, { storage, clock: new FakeClock() });
     expect(again.logEndOffset).toBe(0);
   });
 
@@ -324,21 +340,21 @@ describe('PartitionLog', () => {
     await done;
     expect(syncs).toBe(1);
     storage.crash();
-    const again = await PartitionLog.open(DIR, {}, { storage, clock: new FakeClock() });
+    const again = await openLog(DIR, {}, { storage, clock: new FakeClock() });
     expect(await readAll(again)).toEqual(['a']);
   });
 
   describe('recovery at open', () => {
     it('truncates a torn tail to the last valid batch', async () => {
       const dir = await tempDir();
-      const log = await PartitionLog.open(dir, { flushPolicy: 'sync' }, { storage: new FsStorage() });
+      const log = await openLog(dir, { flushPolicy: 'sync' }, { storage: new FsStorage() });
       for (let i = 0; i < 5; i++) await log.append(await batch([`r${i}`]));
       const path = join(dir, '00000000000000000000.log');
       const size = (await stat(path)).size;
       // Simulate a crash: no clean close, then a half-written last batch.
       await log.abort();
       await fsTruncate(path, size - 7);
-      const again = await PartitionLog.open(dir, {}, { storage: new FsStorage() });
+      const again = await openLog(dir, {}, { storage: new FsStorage() });
       expect(again.logEndOffset).toBe(4);
       expect(await readAll(again)).toEqual(['r0', 'r1', 'r2', 'r3']);
       expect((await stat(path)).size).toBeLessThan(size - 7);
@@ -349,7 +365,7 @@ describe('PartitionLog', () => {
 
     it('truncates at a batch whose bytes were flipped, and at garbage after the last batch', async () => {
       const dir = await tempDir();
-      const log = await PartitionLog.open(dir, {}, { storage: new FsStorage() });
+      const log = await openLog(dir, {}, { storage: new FsStorage() });
       for (let i = 0; i < 5; i++) await log.append(await batch([`r${i}`]));
       await log.flush();
       await log.abort();
@@ -358,7 +374,7 @@ describe('PartitionLog', () => {
       const third = splitBatches(bytes).slice(0, 2).reduce((n, b) => n + b.length, 0);
       bytes[third + 40] = bytes[third + 40]! ^ 0x55;
       await writeFile(path, Buffer.concat([bytes, Buffer.alloc(100, 0)]));
-      const again = await PartitionLog.open(dir, {}, { storage: new FsStorage() });
+      const again = await openLog(dir, {}, { storage: new FsStorage() });
       expect(await readAll(again)).toEqual(['r0', 'r1']);
       await again.close();
     });
@@ -368,7 +384,7 @@ describe('PartitionLog', () => {
       const { log } = await openMem({ segmentBytesMax: 600, messageBytesMax: 600, indexIntervalBytes: 100 }, storage);
       for (let i = 0; i < 20; i++) await log.append(await batch([`v${i}`.padEnd(100, '.')]));
       await log.close();
-      const again = await PartitionLog.open(DIR, { segmentBytesMax: 600, messageBytesMax: 600 }, { storage, clock: new FakeClock() });
+      const again = await openLog(DIR, { segmentBytesMax: 600, messageBytesMax: 600 }, { storage, clock: new FakeClock() });
       expect(again.segmentCount).toBe(log.segmentCount);
       expect((await readAll(again)).map((v) => v.replace(/\.+$/, ''))).toEqual(Array.from({ length: 20 }, (_, i) => `v${i}`));
       expect(await again.offsetForTimestamp(0)).toBe(0);
@@ -377,7 +393,7 @@ describe('PartitionLog', () => {
     it('rebuilds missing and damaged index files', async () => {
       const dir = await tempDir();
       const config = { segmentBytesMax: 2000, messageBytesMax: 2000, indexIntervalBytes: 100 };
-      const log = await PartitionLog.open(dir, config, { storage: new FsStorage() });
+      const log = await openLog(dir, config, { storage: new FsStorage() });
       for (let i = 0; i < 30; i++) await log.append(await batch([`i${i}`.padEnd(150, '-')]));
       await log.close();
       const names = (await readdir(dir)).filter((n) => n.endsWith('.index'));
@@ -386,7 +402,7 @@ describe('PartitionLog', () => {
       await writeFile(join(dir, names[1]!), Buffer.alloc(16, 0xff)); // positions past the segment
       const times = (await readdir(dir)).filter((n) => n.endsWith('.timeindex'));
       await fsTruncate(join(dir, times[0]!), 0);
-      const again = await PartitionLog.open(dir, config, { storage: new FsStorage() });
+      const again = await openLog(dir, config, { storage: new FsStorage() });
       for (const offset of [0, 5, 13, 29]) {
         const recs = await decodeBatches((await again.read(offset, 100)).bytes, offset);
         expect(recs[0]!.value!.toString().startsWith(`i${offset}-`)).toBe(true);
@@ -398,7 +414,7 @@ describe('PartitionLog', () => {
     it('drops segments after a corrupt one, since offsets must stay contiguous', async () => {
       const dir = await tempDir();
       const config = { segmentBytesMax: 1000, messageBytesMax: 1000 };
-      const log = await PartitionLog.open(dir, config, { storage: new FsStorage() });
+      const log = await openLog(dir, config, { storage: new FsStorage() });
       for (let i = 0; i < 12; i++) await log.append(await batch([`s${i}`.padEnd(200, '#')]));
       // Crash without a clean close, after damaging the first segment's tail.
       await log.abort();
@@ -407,7 +423,7 @@ describe('PartitionLog', () => {
       await rm(join(dir, 'recovery-checkpoint.json'));
       const first = join(dir, logs[0]!);
       await fsTruncate(first, (await stat(first)).size - 5);
-      const again = await PartitionLog.open(dir, config, { storage: new FsStorage() });
+      const again = await openLog(dir, config, { storage: new FsStorage() });
       expect(again.segmentCount).toBe(1);
       const kept = await readAll(again);
       expect(kept.length).toBe(again.logEndOffset);
@@ -420,7 +436,7 @@ describe('PartitionLog', () => {
   it('keeps open file handles within the pool bound across many segments', async () => {
     const storage = new MemoryStorage();
     const pool = new FilePool(storage, 4);
-    const log = await PartitionLog.open(DIR, { segmentBytesMax: 300, messageBytesMax: 300 }, { storage, filePool: pool, clock: new FakeClock() });
+    const log = await openLog(DIR, { segmentBytesMax: 300, messageBytesMax: 300 }, { storage, filePool: pool, clock: new FakeClock() });
     for (let i = 0; i < 40; i++) await log.append(await batch([`h${i}`.padEnd(150, '+')]));
     expect(log.segmentCount).toBeGreaterThan(10);
     expect(await readAll(log)).toHaveLength(40);
@@ -460,7 +476,7 @@ describe('PartitionLog', () => {
     f.writeBigInt64BE(100n, 0);
     expect((await log.append(f, { assignOffsets: false })).baseOffset).toBe(100);
     await log.close();
-    const again = await PartitionLog.open(DIR, {}, { storage, clock: new FakeClock() });
+    const again = await openLog(DIR, {}, { storage, clock: new FakeClock() });
     expect([again.logStartOffset, again.logEndOffset]).toEqual([100, 101]);
     expect(await readAll(again)).toEqual(['x']);
   });

@@ -32,6 +32,7 @@ import { resolveLogConfig, type LogConfig } from './log-config.ts';
 import { OffsetIndex } from './offset-index.ts';
 import { parseSegmentName, scanBatches, Segment, type ScannedBatch } from './segment.ts';
 import { isDiskFull, type Storage } from './storage.ts';
+import { TailCache } from './tail-cache.ts';
 import { TimeIndex } from './time-index.ts';
 import { readInt64 } from './varint.ts';
 
@@ -145,6 +146,7 @@ export class PartitionLog {
   private readonly appendListeners = new Set<(logEndOffset: number) => void>();
   private readonly pendingDeletes = new Set<Promise<void>>();
   private guard: AppendGuard | null = null;
+  private readonly tail: TailCache;
 
   private constructor(
     readonly dir: string,
@@ -157,6 +159,7 @@ export class PartitionLog {
     this.logger = (deps.logger ?? silentLogger).child({ log: dir });
     this.pool = deps.filePool ?? new FilePool(deps.storage, PRIVATE_POOL_FILES);
     this.observer = deps.observer ?? {};
+    this.tail = new TailCache(config.tailCacheBytesMax);
   }
 
   /** Installs the append guard (one per log; the partition's producer state). */
@@ -448,6 +451,7 @@ export class PartitionLog {
         await this.maybeCheckpoint();
       }
       this.visibleEndOffset = seg.nextOffset;
+      this.tail.add(buffers);
       guard?.commit();
       this.observer.onAppend?.(accepted.length, total);
       for (let i = 0; i < accepted.length; i++) {
@@ -484,6 +488,8 @@ export class PartitionLog {
     await this.pool.with(seg.logPath, async () => undefined, { create: true });
     await this.storage.syncDir(this.dir);
     this.segments.push(seg);
+    // A file read stops at a segment's end; so does the cache, by starting again with the new one.
+    this.tail.clear();
     this.synced = syncedStateOf(seg);
     await this.checkpoint(false);
     this.logger.debug({ baseOffset: seg.baseOffset }, 'rolled segment');
@@ -578,6 +584,11 @@ export class PartitionLog {
     const end = Math.min(options.maxOffset ?? logEndOffset, logEndOffset);
     const empty = { bytes: Buffer.alloc(0), nextOffset: offset, logStartOffset, logEndOffset };
     if (offset >= end) return empty;
+    const cached = this.tail.read(offset, maxBytes, end);
+    if (cached !== null) {
+      if (cached.length === 0) return empty;
+      return { bytes: cached, nextOffset: nextOffsetAfter(cached), logStartOffset, logEndOffset };
+    }
     const seg = this.segmentFor(offset);
     const segEnd = seg.size;
     const lease = await this.pool.acquire(seg.logPath);
@@ -700,6 +711,7 @@ export class PartitionLog {
   truncateTo(offset: number): Promise<void> {
     return this.exclusive(async () => {
       if (offset >= this.active.nextOffset) return;
+      this.tail.clear();
       if (offset < this.logStartOffset) {
         throw new EdgeqError('OFFSET_OUT_OF_RANGE', `cannot truncate to ${offset}, below log start ${this.logStartOffset}`);
       }
@@ -733,6 +745,7 @@ export class PartitionLog {
   resetTo(offset: number): Promise<void> {
     return this.exclusive(async () => {
       if (!Number.isSafeInteger(offset) || offset < 0) throw new EdgeqError('INVALID_ARGUMENT', `bad reset offset ${offset}`);
+      this.tail.clear();
       const old = this.segments;
       const clash = old.find((o) => o.baseOffset === offset);
       if (clash) await this.pool.with(clash.logPath, (f) => f.truncate(0));
@@ -971,6 +984,17 @@ interface SyncedState {
   position: number;
   nextOffset: number;
   maxTimestamp: number;
+}
+
+/** The offset after the last batch of `bytes` (whole stored batches). */
+function nextOffsetAfter(bytes: Buffer): number {
+  let pos = 0;
+  let next = 0;
+  while (pos < bytes.length) {
+    next = readInt64(bytes, pos) + bytes.readInt32BE(pos + OFFSET_LAST_OFFSET_DELTA) + 1;
+    pos += bytes.readInt32BE(pos + OFFSET_BATCH_LENGTH) + LOG_OVERHEAD;
+  }
+  return next;
 }
 
 function syncedStateOf(seg: Segment): SyncedState {
