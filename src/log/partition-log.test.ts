@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { readdir, truncate as fsTruncate, writeFile, stat, readFile } from 'node:fs/promises';
 import { FakeClock } from '../core/clock.ts';
 import { isEdgeqError } from '../core/errors.ts';
-import { buildBatch, decodeBatches, splitBatches } from './batch.ts';
+import { buildBatch, decodeBatches, recomputeCrc, splitBatches } from './batch.ts';
 import { readBatchHeader } from './batch-format.ts';
 import { CompressionCodec } from './compression.ts';
 import { FilePool } from './file-pool.ts';
@@ -223,6 +223,23 @@ describe.each([
       expect(log.logEndOffset).toBe(1);
       expect(storage.usedBytes()).toBe(used);
       expect(await readAll(log)).toEqual(['keep']);
+    });
+
+    it('walks the records unless the append says the leader did; the CRC is checked either way', async () => {
+      const { log } = await openMem();
+      // Record framing broken (the first record's length varint), CRC recomputed to match.
+      const framing = await batch(['a', 'b']);
+      const recordsAt = framing.length - 2 * 8; // both records are 8 bytes here
+      framing[recordsAt] = 0x7f;
+      recomputeCrc(framing);
+      await expectCode(log.append(Buffer.from(framing)), 'CORRUPT_BATCH');
+      expect(log.logEndOffset).toBe(0);
+      const crc = await batch(['a']);
+      crc[crc.length - 1] = crc[crc.length - 1]! ^ 1;
+      await expectCode(log.append(crc, { validateRecords: false }), 'CORRUPT_BATCH');
+      expect(log.logEndOffset).toBe(0);
+      await log.append(Buffer.from(framing), { validateRecords: false });
+      expect(log.logEndOffset).toBe(2);
     });
 
     it('MESSAGE_TOO_LARGE for a batch over messageBytesMax', async () => {

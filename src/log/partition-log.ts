@@ -61,6 +61,12 @@ export interface AppendOptions {
    * copying its leader). Default true: the log assigns offsets.
    */
   assignOffsets?: boolean;
+  /**
+   * False skips the record walk of `LogConfig.validateRecords` for this batch: for a follower
+   * copying its leader, which walked the records before it accepted the batch. The header and
+   * the CRC, which covers every record, are still checked, so the bytes are the ones it walked.
+   */
+  validateRecords?: boolean;
 }
 
 /** Where an appended batch landed. */
@@ -237,7 +243,7 @@ export class PartitionLog {
     // Uncompressed batches are walked here, synchronously; compressed ones decompress off-thread
     // while they wait in the queue, which keeps append order.
     let validated: Promise<BatchHeader> | null = null;
-    if (this.config.validateRecords) {
+    if (this.config.validateRecords && options.validateRecords !== false) {
       try {
         const pending = validateBatchRecords(batch, header, this.config);
         if (pending) {
