@@ -1,6 +1,6 @@
 // Proves against a real broker that produced records come back intact under every codec and acks level, that a retried idempotent batch is not written twice, and that a bad record fails only its own send.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildBatch, decodeBatch, splitBatches } from '../log/index.ts';
+import { buildBatch, decodeBatch, splitBatches, validateBatchHeader } from '../log/index.ts';
 import { createClient, type Consumer, type ConsumerRecord } from './index.ts';
 import { FaultProxy, TestBroker } from './test-support.ts';
 
@@ -151,6 +151,20 @@ describe('sendBatch (an encoded batch passed through)', () => {
     await expect(producer.sendBatch('sealed-bad', 5, await buildBatch([{ value: 'x' }]))).rejects.toMatchObject({ code: 'UNKNOWN_TOPIC_OR_PARTITION' });
     const [end] = await client.admin().listOffsets('sealed-bad', { partitions: [0] });
     expect(end!.offset).toBe(0);
+    await client.close();
+  });
+
+  it('takes a header the caller already checked, and still refuses a batch over its size bound', async () => {
+    const client = createClient({ brokers: [tb.address] });
+    await client.admin().createTopics([{ name: 'sealed-checked', partitions: 1 }]);
+    const producer = client.producer({ acks: 1, recordBytesMax: 4096 });
+    const ok = await buildBatch([{ value: 'a' }, { value: 'b' }]);
+    const sent = await producer.sendBatch('sealed-checked', 0, ok, { validatedHeader: validateBatchHeader(ok, { messageBytesMax: 1 << 20 }) });
+    expect(sent.offset).toBe(0);
+    const big = await buildBatch([{ value: 'x'.repeat(5000) }]);
+    await expect(producer.sendBatch('sealed-checked', 0, big, { validatedHeader: validateBatchHeader(big, { messageBytesMax: 1 << 20 }) })).rejects.toMatchObject({ code: 'MESSAGE_TOO_LARGE' });
+    const [end] = await client.admin().listOffsets('sealed-checked', { partitions: [0] });
+    expect(end!.offset).toBe(2);
     await client.close();
   });
 });

@@ -16,7 +16,7 @@
  * (InitProducerId with its id and epoch) and renumbers what is still queued from 0.
  */
 import { EdgeqError, silentLogger, systemClock, toEdgeqError, type Clock, type Logger, type TimerHandle } from '../core/index.ts';
-import { buildBatch, CompressionCodec, stampProducer, validateBatchHeader, type CompressionName, type RecordInput } from '../log/index.ts';
+import { buildBatch, CompressionCodec, stampProducer, validateBatchHeader, type BatchHeader, type CompressionName, type RecordInput } from '../log/index.ts';
 import { Acks, errorOf, type AcksValue, type ProduceRequest, type ProduceResponse } from '../protocol/index.ts';
 import { estimateRecordBytes, ProducerBatch, RecordAccumulator, type RecordMetadata } from './accumulator.ts';
 import { BufferBudget, type BufferFullPolicy } from './buffer-budget.ts';
@@ -275,11 +275,16 @@ export class Producer {
    * received by a gateway) to `partition` as it is: no decode, no re-encode. Only its producer id,
    * epoch and base sequence are replaced with this producer's (the broker deduplicates on them),
    * so the usual retries and idempotence apply. Resolves with the batch's base offset. The header
-   * and CRC are checked here; the broker checks the records.
+   * and CRC are checked here, unless the caller passes the header `validateBatchHeader` gave it for
+   * these very bytes (a gateway checks every batch of a request before sending any, and the CRC
+   * of a large batch is the costly part); the broker checks the records.
    */
-  async sendBatch(topic: string, partition: number, batch: Buffer): Promise<RecordMetadata> {
+  async sendBatch(topic: string, partition: number, batch: Buffer, options: { validatedHeader?: BatchHeader } = {}): Promise<RecordMetadata> {
     if (this.closing) throw new EdgeqError('CONNECTION_CLOSED', 'the producer is closed', { retriable: false });
-    const header = validateBatchHeader(batch, { messageBytesMax: this.recordBytesMax });
+    if (options.validatedHeader && batch.length > this.recordBytesMax) {
+      throw new EdgeqError('MESSAGE_TOO_LARGE', `batch of ${batch.length} bytes is over ${this.recordBytesMax}`, { details: { sizeBytes: batch.length, messageBytesMax: this.recordBytesMax } });
+    }
+    const header = options.validatedHeader ?? validateBatchHeader(batch, { messageBytesMax: this.recordBytesMax });
     const turn = this.appendTail;
     let release!: () => void;
     this.appendTail = new Promise<void>((r) => (release = r));

@@ -131,7 +131,7 @@ export class GatewayBackend {
   async produceBatches(topic: string, batches: readonly GatewayBatch[], acks: AcksOption): Promise<number[]> {
     const producer = this.producer(acks, 'batches');
     // allSettled, for the same reason as in `produce`.
-    const settled = await Promise.allSettled(batches.map((b) => producer.sendBatch(topic, b.partition, b.bytes)));
+    const settled = await Promise.allSettled(batches.map((b) => producer.sendBatch(topic, b.partition, b.bytes, { validatedHeader: b.header })));
     return settled.map((r) => {
       if (r.status === 'rejected') throw r.reason;
       return acks === 0 ? -1 : r.value.offset;

@@ -4,7 +4,7 @@
  * refused request never reaches the producer and writes nothing.
  */
 import { EdgeqError } from '../core/index.ts';
-import { ATTR_HAS_ORIGIN, CompressionCodec, decodeBatch, splitBatches, validateBatchHeader, validateBatchRecords, type RecordInput } from '../log/index.ts';
+import { ATTR_HAS_ORIGIN, CompressionCodec, decodeBatch, splitBatches, validateBatchHeader, validateBatchRecords, type BatchHeader, type RecordInput } from '../log/index.ts';
 import { decodeBody, type ProduceRequest } from '../protocol/index.ts';
 import { isPlainObject, parseJsonObject } from './json-body.ts';
 
@@ -87,6 +87,8 @@ export interface GatewayBatch {
   /** The batch in the storage format, as the client encoded it (a view into the body). */
   bytes: Buffer;
   records: number;
+  /** Its header, as `validateBatchHeader` read it (CRC checked), so the producer need not again. */
+  header: BatchHeader;
   /** Bytes of its records: the sum of `recordBytes`, or the records section when that alone shows every record fits. */
   recordBytes: number;
 }
@@ -125,7 +127,7 @@ export async function parseProtobufBatches(body: Buffer, topic: string, o: { rec
         // No record can be over the bound when all of them together are not: checking the framing
         // (as the broker will) is enough, without building a record object for each.
         validateBatchRecords(b, header, { messageBytesMax: o.bodyBytesMax });
-        batches.push({ partition: p.partition, bytes: b, records: header.recordCount, recordBytes: sectionBytes });
+        batches.push({ partition: p.partition, bytes: b, records: header.recordCount, header, recordBytes: sectionBytes });
         continue;
       }
       const { records } = await decodeBatch(b);
@@ -139,7 +141,7 @@ export async function parseProtobufBatches(body: Buffer, topic: string, o: { rec
         }
         total += n;
       });
-      batches.push({ partition: p.partition, bytes: b, records: header.recordCount, recordBytes: total });
+      batches.push({ partition: p.partition, bytes: b, records: header.recordCount, header, recordBytes: total });
     }
   }
   return { batches, acks: req.acks };
