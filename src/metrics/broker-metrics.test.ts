@@ -82,6 +82,7 @@ describe('broker metrics over the admin port', () => {
     expect(sample(after, 'edgeq_produce_bytes_total') - sample(before, 'edgeq_produce_bytes_total')).toBe(bytesSent);
     expect(sample(after, 'edgeq_fetch_records_total', { replica: 'false' })).toBe(9);
     expect(sample(after, 'edgeq_fetch_bytes_total', { replica: 'false' })).toBe(bytesSent);
+    expect(sample(after, 'edgeq_fetch_responses_total', { replica: 'false' })).toBe(1);
     expect(sample(after, 'edgeq_produce_latency_seconds_count', { acks: 'all' })).toBe(2);
     expect(sample(after, 'edgeq_produce_latency_seconds_count', { acks: '1' })).toBe(1);
     expect(sample(after, 'edgeq_produce_latency_seconds_bucket', { acks: 'all', le: '+Inf' })).toBe(2);
@@ -191,6 +192,7 @@ describe('broker metrics over the admin port', () => {
     expect(sample(text, 'edgeq_partition_high_watermark', { topic: 'a', partition: '0' })).toBe(5);
     expect(sample(text, 'edgeq_partition_log_end_offset', { topic: 'a', partition: '0' })).toBe(7);
     expect(sample(text, 'edgeq_fetch_bytes_total', { replica: 'true' })).toBe(300);
+    expect(sample(text, 'edgeq_fetch_responses_total', { replica: 'true' })).toBe(1);
     expect(text).not.toContain('process_cpu');
     parts[0]!.isr = [1, 2];
     parts.pop();

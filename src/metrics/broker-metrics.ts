@@ -59,6 +59,7 @@ export class BrokerMetrics {
   private readonly produceBytes: Counter;
   private readonly fetchRecords: Counter<'replica'>;
   private readonly fetchBytes: Counter<'replica'>;
+  private readonly fetchResponses: Counter<'replica'>;
   private readonly produceLatency: Histogram<'acks'>;
   private readonly fsyncLatency: Histogram;
   private readonly logAppendBatches: Counter;
@@ -78,6 +79,12 @@ export class BrokerMetrics {
       registers,
     });
     this.fetchBytes = new Counter({ name: 'edgeq_fetch_bytes_total', help: 'Batch bytes sent by fetch responses.', labelNames: ['replica'], registers });
+    this.fetchResponses = new Counter({
+      name: 'edgeq_fetch_responses_total',
+      help: 'Fetch responses sent, empty ones included (records or bytes per response show how well fetches batch).',
+      labelNames: ['replica'],
+      registers,
+    });
     this.produceLatency = new Histogram({
       name: 'edgeq_produce_latency_seconds',
       help: 'Time to answer a produce request, from decoding to response (acks=all includes replication).',
@@ -142,6 +149,7 @@ export class BrokerMetrics {
   /** A fetch response carried `records` records in `bytes` bytes, to a consumer or a follower. */
   recordFetch(records: number, bytes: number, replica: boolean): void {
     const labels = { replica: replica ? 'true' : 'false' };
+    this.fetchResponses.inc(labels);
     if (records > 0) this.fetchRecords.inc(labels, records);
     if (bytes > 0) this.fetchBytes.inc(labels, bytes);
   }
