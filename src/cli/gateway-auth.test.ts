@@ -20,7 +20,7 @@ describe('edgeq gateway auth default', () => {
     expect(errors.join('')).toContain('--no-auth');
   });
 
-  for (const [flag, value] of [['--produce-inflight', '9'], ['--produce-inflight', '0'], ['--produce-linger-ms', '-1'], ['--produce-linger-ms', 'soon']] as const) {
+  for (const [flag, value] of [['--produce-inflight', '9'], ['--produce-inflight', '0'], ['--produce-linger-ms', '-1'], ['--produce-linger-ms', 'soon'], ['--produce-batch-bytes', '512'], ['--produce-batch-bytes', '1e9']] as const) {
     it(`refuses ${flag} ${value} with INVALID_CONFIG naming the bound`, async () => {
       const errors: string[] = [];
       const spy = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
@@ -32,7 +32,7 @@ describe('edgeq gateway auth default', () => {
       } finally {
         spy.mockRestore();
       }
-      expect(errors.join('')).toMatch(/INVALID_CONFIG: .*(produceInflightPerPartitionMax|--produce-linger-ms)/);
+      expect(errors.join('')).toMatch(/INVALID_CONFIG: .*(produceInflightPerPartitionMax|--produce-linger-ms|produceBatchBytesMax|--produce-batch-bytes)/);
     });
   }
 });

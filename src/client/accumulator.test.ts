@@ -1,6 +1,6 @@
 // Proves batches form by size (batchBytesMax) and become ready by size, by lingerMs on a fake clock, or by flush; that a sealed (pre-encoded) batch takes no records and is ready at once; and that expired batches are removed oldest first.
 import { describe, expect, it } from 'vitest';
-import { FakeClock } from '../core/index.ts';
+import { EdgeqError, FakeClock } from '../core/index.ts';
 import { estimateRecordBytes, RecordAccumulator } from './accumulator.ts';
 
 const rec = (n: number) => ({ value: 'x'.repeat(n) });
@@ -85,6 +85,38 @@ describe('RecordAccumulator', () => {
     acc.drain('t', 0)!.complete(40);
     expect(await a).toEqual({ topic: 't', partition: 0, offset: 40 });
     expect(await b).toEqual({ topic: 't', partition: 0, offset: 41 });
+  });
+
+  it('splits a batch into halves that take over its records, answers, budget share and sequences', async () => {
+    const acc = new RecordAccumulator({ lingerMs: 0, batchBytesMax: 10_000, clock: new FakeClock() });
+    const results = [0, 1, 2, 3, 4].map((i) => acc.append('t', 0, rec(10 + i), 31 + i).result);
+    const whole = acc.drain('t', 0)!;
+    whole.baseSequence = 100;
+    whole.producerId = 7;
+    whole.producerEpoch = 2;
+    whole.attempts = 1;
+    const [a, b] = whole.splitInTwo();
+    expect([a.count, b.count]).toEqual([3, 2]);
+    expect(a.sizeBytes + b.sizeBytes).toBe(whole.sizeBytes);
+    expect([a.baseSequence, b.baseSequence]).toEqual([100, 103]);
+    expect([a.producerId, b.producerEpoch, a.seq, b.seq]).toEqual([7, 2, whole.seq, whole.seq]);
+    expect(a.records.map((r) => (r.value as string).length)).toEqual([10, 11, 12]);
+    // The original answers no one itself, and is done only once both halves are.
+    whole.complete(0);
+    let wholeDone = false;
+    void whole.done.then(() => (wholeDone = true));
+    a.complete(50);
+    await a.done;
+    await Promise.resolve();
+    expect(wholeDone).toBe(false);
+    b.fail(new EdgeqError('REQUEST_TIMED_OUT', 'late'));
+    await whole.done;
+    const settled = await Promise.allSettled(results);
+    expect(settled.map((r) => (r.status === 'fulfilled' ? r.value.offset : (r.reason as EdgeqError).code))).toEqual([50, 51, 52, 'REQUEST_TIMED_OUT', 'REQUEST_TIMED_OUT']);
+    expect(() => a.splitInTwo()).toThrow(/only an open batch/);
+    const single = new RecordAccumulator({ lingerMs: 0, batchBytesMax: 10_000, clock: new FakeClock() });
+    void single.append('t', 0, rec(1), 22).result;
+    expect(() => single.drain('t', 0)!.splitInTwo()).toThrow(/two or more/);
   });
 
   it('estimates record bytes from payload and headers', () => {

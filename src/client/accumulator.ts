@@ -44,7 +44,7 @@ export class ProducerBatch {
    * more records.
    */
   sealed: { bytes: Buffer; count: number } | null = null;
-  /** Order of creation across the producer; sorts non-idempotent retries. */
+  /** Order of creation across the producer; sorts non-idempotent retries (halves of a split share it). */
   readonly seq: number;
   private settled = false;
   private readonly donePromise: Promise<void>;
@@ -95,6 +95,37 @@ export class ProducerBatch {
     this.settled = true;
     this.callbacks.forEach((cb, i) => cb.resolve({ topic: this.topic, partition: this.partition, offset: baseOffset < 0 ? -1 : baseOffset + i }));
     this.markDone();
+  }
+
+  /**
+   * Splits a batch of two or more records, not yet answered, into two halves that take over its
+   * records, their answers and its budget share: what the producer does when a broker refuses the
+   * batch as too large for the topic (nothing of it was written). The halves keep its creation
+   * time and order; with idempotence they take its sequence range in two parts, so batches after
+   * it keep theirs.
+   */
+  splitInTwo(): [ProducerBatch, ProducerBatch] {
+    if (this.sealed || this.records.length < 2 || this.settled) throw new EdgeqError('INVALID_ARGUMENT', 'only an open batch of two or more records can be split');
+    const n = this.records.length;
+    const cut = Math.ceil(n / 2);
+    const halves = [new ProducerBatch(this.topic, this.partition, this.createdMs, this.seq), new ProducerBatch(this.topic, this.partition, this.createdMs, this.seq)] as const;
+    const firstBytes = Math.round((this.sizeBytes * cut) / n);
+    halves.forEach((h, i) => {
+      const from = i === 0 ? 0 : cut;
+      const to = i === 0 ? cut : n;
+      h.records.push(...this.records.slice(from, to));
+      h.callbacks.push(...this.callbacks.slice(from, to));
+      h.sizeBytes = i === 0 ? firstBytes : this.sizeBytes - firstBytes;
+      h.attempts = this.attempts;
+      h.producerId = this.producerId;
+      h.producerEpoch = this.producerEpoch;
+      h.baseSequence = this.baseSequence < 0 ? -1 : this.baseSequence + from;
+    });
+    // The original hands everything over: it answers no one itself, and is done (for a flush
+    // waiting on it) once both halves are.
+    this.settled = true;
+    void Promise.all([halves[0].done, halves[1].done]).then(() => this.markDone());
+    return [halves[0], halves[1]];
   }
 
   /** Fails every record. */

@@ -192,6 +192,31 @@ describe('failures', () => {
     await client.close();
   });
 
+  for (const idempotent of [false, true]) {
+    it(`a batch over the topic's max.message.bytes is split until it fits, records in order (idempotent: ${idempotent})`, async () => {
+      const client = createClient({ brokers: [tb.address] });
+      const topic = `split-${idempotent}`;
+      await client.admin().createTopics([{ name: topic, partitions: 1, config: { 'max.message.bytes': '2000' } }]);
+      // Lingering with a large batch bound: the 60 records (~7 KB) go out as one batch first.
+      const producer = client.producer({ acks: idempotent ? 'all' : 1, idempotent, lingerMs: 50, batchBytesMax: 64 * 1024 });
+      const values = Array.from({ length: 60 }, (_, i) => `r${String(i).padStart(3, '0')}-${'z'.repeat(100)}`);
+      const results = await Promise.allSettled(values.map((value) => producer.send(topic, { value })));
+      // One record alone over the topic's bound still fails, alone.
+      await expect(producer.send(topic, { value: 'w'.repeat(3000) })).rejects.toMatchObject({ code: 'MESSAGE_TOO_LARGE' });
+      expect(results.every((r) => r.status === 'fulfilled')).toBe(true);
+      const offsets = results.map((r) => (r.status === 'fulfilled' ? r.value[0]!.offset : -1));
+      expect(offsets).toEqual(values.map((_, i) => i));
+      const consumer = client.consumer({ groupId: `g-${topic}`, fromBeginning: true });
+      consumer.assign([{ topic, partition: 0 }]);
+      const read = await readAll(consumer, values.length);
+      expect(read.map((r) => r.value!.toString())).toEqual(values);
+      // Every stored batch fits the topic's bound: the split really happened.
+      const [end] = await client.admin().listOffsets(topic, { partitions: [0] });
+      expect(end!.offset).toBe(values.length);
+      await client.close();
+    });
+  }
+
   it('sending to a topic that does not exist fails with UNKNOWN_TOPIC_OR_PARTITION', async () => {
     const client = createClient({ brokers: [tb.address] });
     await expect(client.producer().send('no-such-topic', { value: 'x' })).rejects.toMatchObject({ code: 'UNKNOWN_TOPIC_OR_PARTITION' });

@@ -638,6 +638,20 @@ export class Producer {
       }
       if (this.epochResetNeeded && !expired && err.code === 'OUT_OF_ORDER_SEQUENCE') return this.requeue(s, b, 0);
     }
+    if (err.code === 'MESSAGE_TOO_LARGE' && !b.sealed && b.count > 1 && !expired && !this.closed) {
+      // The topic takes smaller batches than ours (its max.message.bytes): nothing was written,
+      // so send the records again in two halves, in order, as Kafka's producer does. The refused
+      // attempt does not count against retriesMax (halving 1 MiB down to 1 KiB takes 10).
+      const halves = b.splitInTwo();
+      for (const h of halves) {
+        h.attempts = Math.max(0, b.attempts - 1);
+        h.retryAtMs = this.clock.monotonicMs();
+        insertSorted(s.retries, h, this.idempotent);
+      }
+      this.logger.debug({ topic: b.topic, partition: b.partition, records: b.count, bytes: b.bytes?.length }, 'batch too large for the topic; split in two');
+      this.wake();
+      return;
+    }
     if (err.retriable && !expired && !this.closed) {
       this.logger.debug({ topic: b.topic, partition: b.partition, err: err.code, attempt: b.attempts }, 'retrying batch');
       return this.requeue(s, b, backoffDelayMs(b.attempts - 1, { retryBackoffMs: this.retryBackoffMs, retryBackoffMsMax: this.retryBackoffMsMax, random: this.random }));

@@ -134,6 +134,20 @@ describe('produce and read', () => {
     expect(body.highWatermark).toBe(body.nextOffset);
   });
 
+  it('produces a body larger than the topic takes in one batch (max.message.bytes): the batch is split, records in order', async () => {
+    const small = 'gw-small-batches';
+    expect((await postJson('/v1/topics', { name: small, partitions: 1, replicationFactor: 3, config: { 'max.message.bytes': '2048' } })).status).toBe(201);
+    const values = Array.from({ length: 120 }, (_, i) => `${i}-${'s'.repeat(90)}`);
+    const res = await postJson(`/v1/topics/${small}/records?acks=all`, { records: values.map((value) => ({ value, partition: 0 })) });
+    expect(res.status).toBe(200);
+    const { offsets } = (await res.json()) as { offsets: { offset: number }[] };
+    expect(offsets.map((o) => o.offset)).toEqual(values.map((_, i) => i));
+    const read = await app.request(`/v1/topics/${small}/partitions/0/records?offset=0&maxRecords=500&waitMs=1000`);
+    const body = (await read.json()) as { records: { value: string }[]; highWatermark: number };
+    expect(body.highWatermark).toBe(values.length);
+    expect(body.records.map((r) => r.value)).toEqual(values);
+  });
+
   it('produces base64 values, acks=1 and acks=0, and partitions keyed records itself', async () => {
     const bin = Buffer.from([0, 1, 2, 255]);
     const res = await postJson(`/v1/topics/${TOPIC}/records?acks=1`, { valueEncoding: 'base64', records: [{ key: 'b', value: bin.toString('base64'), partition: 1 }] });

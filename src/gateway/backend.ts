@@ -91,6 +91,7 @@ export class GatewayBackend {
         topicWaitMs: 500,
         lingerMs: this.limits.produceLingerMs,
         inflightPerPartitionMax: kind === 'records' ? this.limits.produceInflightPerPartitionMax : BATCHES_INFLIGHT_PER_PARTITION_MAX,
+        batchBytesMax: this.limits.produceBatchBytesMax,
       });
       this.producers.set(key, p);
     }

@@ -36,5 +36,6 @@ describe('limits', () => {
     expect(resolveLimits()).toEqual(GATEWAY_LIMITS);
     expect(() => resolveLimits({ recordBytesMax: 10, bodyBytesMax: 5 })).toThrow(/recordBytesMax/);
     expect(() => resolveLimits({ waitMsMax: -1 })).toThrow(/waitMsMax/);
+    expect(() => resolveLimits({ produceBatchBytesMax: 100 })).toThrow(/produceBatchBytesMax/);
   });
 });

@@ -43,6 +43,13 @@ export interface GatewayLimits {
    * cell to replicate, at the cost of one round trip of waiting.
    */
   produceInflightPerPartitionMax: number;
+  /**
+   * Largest batch the gateway's record producers build (the target a batch closes at; one larger
+   * record still goes alone). With one batch in flight per partition, this is how much a
+   * partition carries per round trip when requests queue up. A topic whose max.message.bytes is
+   * smaller refuses such a batch, and the producer splits it until it fits.
+   */
+  produceBatchBytesMax: number;
 }
 
 /** Defaults: 1 MiB records in bodies of up to 8 MiB (room for a batch of several large records). */
@@ -66,6 +73,7 @@ export const GATEWAY_LIMITS: GatewayLimits = {
   // them; with 1 in flight they gather while the previous batch is out, ~0.15 ms per request,
   // and 3-4x the requests per second.
   produceInflightPerPartitionMax: 1,
+  produceBatchBytesMax: 1024 * 1024,
 };
 
 /** Fills defaults and checks the bounds: a record must fit in a body, and every bound is positive. */
@@ -80,6 +88,9 @@ export function resolveLimits(partial: Partial<GatewayLimits> = {}): GatewayLimi
   }
   if (limits.produceInflightPerPartitionMax < 1 || limits.produceInflightPerPartitionMax > 5) {
     throw new EdgeqError('INVALID_CONFIG', `gateway limit produceInflightPerPartitionMax must be within 1..5 (the broker's dedup window), got ${limits.produceInflightPerPartitionMax}`, { details: { key: 'produceInflightPerPartitionMax' } });
+  }
+  if (limits.produceBatchBytesMax < 1024 || limits.produceBatchBytesMax > 64 * 1024 * 1024) {
+    throw new EdgeqError('INVALID_CONFIG', `gateway limit produceBatchBytesMax must be within 1 KiB..64 MiB, got ${limits.produceBatchBytesMax}`, { details: { key: 'produceBatchBytesMax' } });
   }
   if (limits.recordBytesMax > limits.bodyBytesMax) {
     throw new EdgeqError('INVALID_CONFIG', `gateway limit recordBytesMax (${limits.recordBytesMax}) exceeds bodyBytesMax (${limits.bodyBytesMax})`, { details: { key: 'recordBytesMax' } });

@@ -21,6 +21,7 @@ interface GatewayFlags {
   memberIdleMs?: string;
   produceLingerMs?: string;
   produceInflight?: string;
+  produceBatchBytes?: string;
 }
 
 /** A flag that must be a non-negative integer when given; undefined when absent. */
@@ -45,6 +46,7 @@ export function registerGatewayCommand(program: Command): void {
     .option('--member-idle-ms <n>', 'expire HTTP consumer-group members that have not polled for this long (default 30000)')
     .option('--produce-linger-ms <n>', 'how long produced records wait to share a batch (default 0)')
     .option('--produce-inflight <n>', 'batches per partition in flight to the cell, 1..5 (default 1)')
+    .option('--produce-batch-bytes <n>', 'largest batch of records sent to a partition, 1024..67108864 (default 1048576)')
     .action(async (flags: GatewayFlags, cmd: Command) => {
       const port = Number(flags.port ?? '8080');
       if (!Number.isInteger(port) || port < 0 || port > 65535) throw new EdgeqError('INVALID_CONFIG', `--port must be a port in [0, 65535], got ${flags.port}`, { details: { key: 'port' } });
@@ -63,10 +65,12 @@ export function registerGatewayCommand(program: Command): void {
       }
       const produceLingerMs = intFlag(flags.produceLingerMs, '--produce-linger-ms', 'produceLingerMs');
       const produceInflightPerPartitionMax = intFlag(flags.produceInflight, '--produce-inflight', 'produceInflightPerPartitionMax');
+      const produceBatchBytesMax = intFlag(flags.produceBatchBytes, '--produce-batch-bytes', 'produceBatchBytesMax');
       const limits = {
         ...(memberIdleMsMax === undefined ? {} : { memberIdleMsMax }),
         ...(produceLingerMs === undefined ? {} : { produceLingerMs }),
         ...(produceInflightPerPartitionMax === undefined ? {} : { produceInflightPerPartitionMax }),
+        ...(produceBatchBytesMax === undefined ? {} : { produceBatchBytesMax }),
       };
       // Checked before anything is opened: a bad bound is a start-up error, not a half-started gateway.
       resolveLimits(limits);
