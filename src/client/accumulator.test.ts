@@ -1,6 +1,7 @@
 // Proves batches form by size (batchBytesMax) and become ready by size, by lingerMs on a fake clock, or by flush; that a sealed (pre-encoded) batch takes no records and is ready at once; and that expired batches are removed oldest first.
 import { describe, expect, it } from 'vitest';
 import { EdgeqError, FakeClock } from '../core/index.ts';
+import { buildBatch, CompressionCodec, decodeBatch } from '../log/index.ts';
 import { estimateRecordBytes, RecordAccumulator } from './accumulator.ts';
 
 const rec = (n: number) => ({ value: 'x'.repeat(n) });
@@ -117,6 +118,27 @@ describe('RecordAccumulator', () => {
     const single = new RecordAccumulator({ lingerMs: 0, batchBytesMax: 10_000, clock: new FakeClock() });
     void single.append('t', 0, rec(1), 22).result;
     expect(() => single.drain('t', 0)!.splitInTwo()).toThrow(/two or more/);
+  });
+
+  it('drains alike sealed batches as one merged batch within the bound, and answers each from its offset', async () => {
+    const acc = new RecordAccumulator({ lingerMs: 0, batchBytesMax: 1_000_000, clock: new FakeClock(), mergeSealed: true });
+    const plain = await Promise.all([1, 2, 3].map((n) => buildBatch(Array.from({ length: n }, (_, i) => ({ value: `v${n}-${i}` })), { nowMs: 5 })));
+    const lz4 = await buildBatch([{ value: 'c' }], { codec: CompressionCodec.lz4, nowMs: 5 });
+    const results = [...plain, lz4, plain[0]!].map((b) => acc.appendSealed('t', 0, b, b.readInt32BE(57)).result);
+    // A bound that fits the first two only.
+    const first = acc.drain('t', 0, plain[0]!.length + plain[1]!.length)!;
+    expect(first.count).toBe(3);
+    expect(first.parts).toHaveLength(2);
+    const second = acc.drain('t', 0)!;
+    expect([second.count, second.parts]).toEqual([3, null]);
+    // The compressed batch is not merged, nor is anything across it.
+    expect(acc.drain('t', 0)!.sealed!.bytes).toBe(lz4);
+    expect(acc.drain('t', 0)!.count).toBe(1);
+    first.complete(100);
+    expect((await results[0]!).offset).toBe(100);
+    expect((await results[1]!).offset).toBe(101);
+    const recordsBack = (await decodeBatch(first.sealed!.bytes)).records.map((r) => r.value!.toString());
+    expect(recordsBack).toEqual(['v1-0', 'v2-0', 'v2-1']);
   });
 
   it('estimates record bytes from payload and headers', () => {

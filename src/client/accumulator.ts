@@ -6,7 +6,7 @@
  * flushes. Lingering trades a few ms of latency for fewer, larger requests.
  */
 import { EdgeqError, type Clock } from '../core/index.ts';
-import type { RecordInput } from '../log/index.ts';
+import { batchAttributes, mergeable, mergeBatches, type RecordInput } from '../log/index.ts';
 
 /** Where a produced record landed. offset is -1 when unknown (acks 0, or a duplicate the broker no longer remembers). */
 export interface RecordMetadata {
@@ -44,6 +44,12 @@ export class ProducerBatch {
    * more records.
    */
   sealed: { bytes: Buffer; count: number } | null = null;
+  /**
+   * Set on a batch merged from sealed ones (`RecordAccumulator` with `mergeSealed`): they are
+   * answered through it, each from its first record's offset, and are sent again on their own if
+   * the broker refuses the merged batch as too large.
+   */
+  parts: ProducerBatch[] | null = null;
   /** Order of creation across the producer; sorts non-idempotent retries (halves of a split share it). */
   readonly seq: number;
   private settled = false;
@@ -89,10 +95,27 @@ export class ProducerBatch {
     return this.donePromise;
   }
 
+  /** Merges sealed batches of one partition, in order, into one batch that answers for them. */
+  static merged(parts: readonly ProducerBatch[], seq: number): ProducerBatch {
+    const first = parts[0]!;
+    const m = new ProducerBatch(first.topic, first.partition, Math.min(...parts.map((p) => p.createdMs)), seq);
+    m.sealed = { bytes: mergeBatches(parts.map((p) => p.sealed!.bytes)), count: parts.reduce((n, p) => n + p.count, 0) };
+    m.sizeBytes = parts.reduce((n, p) => n + p.sizeBytes, 0);
+    m.parts = [...parts];
+    return m;
+  }
+
   /** Answers every record: offsets follow `baseOffset` (or are all -1 when it is -1). */
   complete(baseOffset: number): void {
     if (this.settled) return;
     this.settled = true;
+    if (this.parts) {
+      let at = 0;
+      for (const p of this.parts) {
+        p.complete(baseOffset < 0 ? -1 : baseOffset + at);
+        at += p.count;
+      }
+    }
     this.callbacks.forEach((cb, i) => cb.resolve({ topic: this.topic, partition: this.partition, offset: baseOffset < 0 ? -1 : baseOffset + i }));
     this.markDone();
   }
@@ -128,10 +151,25 @@ export class ProducerBatch {
     return [halves[0], halves[1]];
   }
 
+  /**
+   * Hands back the parts of a merged batch, unanswered, to be sent on their own (the broker
+   * refused the merged batch as too large): the merged batch answers no one now, and is done once
+   * they are.
+   */
+  unmerge(): ProducerBatch[] {
+    if (!this.parts || this.settled) throw new EdgeqError('INVALID_ARGUMENT', 'only an unanswered merged batch can be unmerged');
+    const parts = this.parts;
+    this.parts = null;
+    this.settled = true;
+    void Promise.all(parts.map((p) => p.done)).then(() => this.markDone());
+    return parts;
+  }
+
   /** Fails every record. */
   fail(err: EdgeqError): void {
     if (this.settled) return;
     this.settled = true;
+    for (const p of this.parts ?? []) p.fail(err);
     for (const cb of this.callbacks) cb.reject(err);
     this.markDone();
   }
@@ -142,6 +180,12 @@ export interface AccumulatorOptions {
   lingerMs: number;
   batchBytesMax: number;
   clock: Clock;
+  /**
+   * Drain consecutive sealed batches of a partition as one merged batch when they are
+   * uncompressed and alike (`mergeable`), up to the bound `drain` is given: what a gateway
+   * forwarding its clients' batches does, so the cell appends and replicates one batch, not many.
+   */
+  mergeSealed?: boolean;
 }
 
 interface PartitionQueue {
@@ -155,6 +199,7 @@ export class RecordAccumulator {
   private readonly lingerMs: number;
   private readonly batchBytesMax: number;
   private readonly clock: Clock;
+  private readonly mergeSealed: boolean;
   private readonly queues = new Map<string, PartitionQueue>();
   private nextSeq = 0;
   private batchCount = 0;
@@ -163,6 +208,7 @@ export class RecordAccumulator {
     this.lingerMs = options.lingerMs;
     this.batchBytesMax = options.batchBytesMax;
     this.clock = options.clock;
+    this.mergeSealed = options.mergeSealed ?? false;
   }
 
   /** Batches not yet drained. */
@@ -226,14 +272,35 @@ export class RecordAccumulator {
     return { ready, nextReadyMs };
   }
 
-  /** Removes and returns the head batch of a partition. */
-  drain(topic: string, partition: number): ProducerBatch | undefined {
+  /**
+   * Removes and returns the head batch of a partition. With `mergeSealed`, a sealed mergeable head
+   * takes the sealed batches behind it that are alike while the merged batch stays within
+   * `mergeBytesMax` (the batch bound unless given), and they go as one.
+   */
+  drain(topic: string, partition: number, mergeBytesMax = this.batchBytesMax): ProducerBatch | undefined {
     const key = `${topic}\u0000${partition}`;
     const q = this.queues.get(key);
     const head = q?.batches.shift();
-    if (q && q.batches.length === 0) this.queues.delete(key);
-    if (head) this.batchCount--;
-    return head;
+    if (!q || !head) return undefined;
+    this.batchCount--;
+    let out = head;
+    if (this.mergeSealed && head.sealed && mergeable(head.sealed.bytes)) {
+      const attributes = batchAttributes(head.sealed.bytes);
+      const parts = [head];
+      let bytes = head.sealed.bytes.length;
+      for (;;) {
+        const next = q.batches[0];
+        if (!next?.sealed || !mergeable(next.sealed.bytes) || batchAttributes(next.sealed.bytes) !== attributes) break;
+        if (bytes + next.sealed.bytes.length > mergeBytesMax) break;
+        q.batches.shift();
+        this.batchCount--;
+        parts.push(next);
+        bytes += next.sealed.bytes.length;
+      }
+      if (parts.length > 1) out = ProducerBatch.merged(parts, head.seq);
+    }
+    if (q.batches.length === 0) this.queues.delete(key);
+    return out;
   }
 
   /**

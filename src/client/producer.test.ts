@@ -1,6 +1,6 @@
 // Proves against a real broker that produced records come back intact under every codec and acks level, that a retried idempotent batch is not written twice, and that a bad record fails only its own send.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildBatch, decodeBatch, splitBatches, validateBatchHeader } from '../log/index.ts';
+import { buildBatch, CompressionCodec, decodeBatch, splitBatches, validateBatchHeader } from '../log/index.ts';
 import { createClient, type Consumer, type ConsumerRecord } from './index.ts';
 import { FaultProxy, TestBroker } from './test-support.ts';
 
@@ -139,6 +139,66 @@ describe('sendBatch (an encoded batch passed through)', () => {
     await consumer.close();
     await client.close();
     await proxy.close();
+  });
+
+  /** Every stored batch of partition 0 of `topic`: [record count, bytes]. */
+  async function storedBatches(topic: string): Promise<[number, number][]> {
+    const out: [number, number][] = [];
+    const log = tb.broker.topics.partition(topic, 0).log;
+    for (let offset = 0; offset < log.logEndOffset; ) {
+      const r = await log.read(offset, 1 << 20);
+      for (const b of splitBatches(r.bytes)) out.push([(await decodeBatch(b)).header.recordCount, b.length]);
+      offset = r.nextOffset;
+    }
+    return out;
+  }
+
+  for (const idempotent of [false, true]) {
+    it(`merges queued batches of a partition into one, each call answered with its own offset; a lost answer writes nothing twice (idempotent: ${idempotent})`, async () => {
+      const topic = `merge-${idempotent}`;
+      // Lose the answer to the second Produce (a merged one): only idempotence makes its retry safe.
+      const { proxy, client } = await topicLosingAnswer(topic, idempotent ? 2 : 0);
+      const producer = client.producer({ acks: idempotent ? 'all' : 1, idempotent, inflightPerPartitionMax: 1, mergeSealedBatches: true, retryBackoffMs: 10 });
+      const sizes = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3];
+      const batches = await Promise.all(sizes.map((n, i) => buildBatch(Array.from({ length: n }, (_, j) => ({ key: `k${i}`, value: `b${i}-r${j}`, headers: { i: String(i) }, timestamp: 1_000 + i * 10 + j })))));
+      // A compressed batch in the middle is sent as it is, between merged runs.
+      batches.splice(5, 0, await buildBatch([{ value: 'z-0' }, { value: 'z-1' }], { codec: CompressionCodec.lz4 }));
+      sizes.splice(5, 0, 2);
+      const answers = await Promise.all(batches.map((b) => producer.sendBatch(topic, 0, b)));
+      const starts = sizes.map((_, i) => sizes.slice(0, i).reduce((a, b) => a + b, 0));
+      expect(answers.map((a) => a.offset)).toEqual(starts);
+      const total = sizes.reduce((a, b) => a + b, 0);
+      const stored = await storedBatches(topic);
+      expect(stored.reduce((n, [count]) => n + count, 0)).toBe(total);
+      expect(stored.length).toBeLessThan(batches.length);
+      if (idempotent) expect(proxy.dropped).toEqual(['Produce']);
+      const consumer = createClient({ brokers: [tb.address] }).consumer();
+      consumer.assign([{ topic, partition: 0 }]);
+      consumer.seek(topic, 0, 0);
+      const got = await readAll(consumer, total);
+      const expected = (await Promise.all(batches.map(async (b) => (await decodeBatch(b)).records))).flat();
+      expect(got.map((r) => [r.offset, r.key?.toString() ?? null, r.value!.toString(), r.timestamp, r.headers])).toEqual(
+        expected.map((r, i) => [i, r.key?.toString() ?? null, r.value!.toString(), r.timestamp, r.headers]),
+      );
+      expect(await consumer.poll({ timeoutMs: 200 })).toEqual([]);
+      await consumer.close();
+      await client.close();
+      await proxy.close();
+    });
+  }
+
+  it('sends the parts of a merged batch on their own when the topic refuses it as too large', async () => {
+    const client = createClient({ brokers: [tb.address] });
+    await client.admin().createTopics([{ name: 'merge-small', partitions: 1, config: { 'max.message.bytes': '1500' } }]);
+    const producer = client.producer({ acks: 1, inflightPerPartitionMax: 1, mergeSealedBatches: true });
+    const batches = await Promise.all(Array.from({ length: 12 }, (_, i) => buildBatch(Array.from({ length: 4 }, (_, j) => ({ value: `${i}-${j}-${'m'.repeat(60)}` })))));
+    expect(batches.every((b) => b.length < 1500)).toBe(true);
+    const answers = await Promise.all(batches.map((b) => producer.sendBatch('merge-small', 0, b)));
+    expect(answers.map((a) => a.offset)).toEqual(batches.map((_, i) => i * 4));
+    const stored = await storedBatches('merge-small');
+    expect(stored.every(([, bytes]) => bytes <= 1500)).toBe(true);
+    expect(stored.reduce((n, [count]) => n + count, 0)).toBe(48);
+    await client.close();
   });
 
   it('refuses a corrupt batch with CORRUPT_BATCH before anything is sent', async () => {

@@ -48,6 +48,12 @@ export interface ProducerOptions {
   bufferFullPolicy?: BufferFullPolicy;
   /** Batches of one partition in flight at once; at most 5 with idempotence. */
   inflightPerPartitionMax?: number;
+  /**
+   * Send consecutive `sendBatch` batches of a partition as one merged batch (up to
+   * `batchBytesMax`) when they are uncompressed and alike; each call still resolves with its own
+   * first offset. For a gateway forwarding many small client batches. Default false.
+   */
+  mergeSealedBatches?: boolean;
   /** Bound on one Produce request (sent to the broker as its timeout too). */
   requestTimeoutMs?: number;
   /** Retries of one batch after retriable errors. */
@@ -103,6 +109,8 @@ interface PartitionState {
   inflight: ProducerBatch[];
   /** To send again, in sequence (or creation) order. */
   retries: ProducerBatch[];
+  /** Bound of a merged batch: the batch bound, halved each time the broker refuses one as too large. */
+  mergeBytesMax: number;
 }
 
 function toAcks(a: AcksOption): AcksValue {
@@ -119,6 +127,7 @@ export class Producer {
   private readonly idempotent: boolean;
   private readonly codec: (typeof CompressionCodec)[CompressionName];
   private readonly recordBytesMax: number;
+  private readonly batchBytesMax: number;
   private readonly inflightPerPartitionMax: number;
   private readonly requestTimeoutMs: number;
   private readonly retriesMax: number;
@@ -178,7 +187,8 @@ export class Producer {
     if (bufferBytesMax < batchBytesMax) {
       throw new EdgeqError('INVALID_CONFIG', `bufferBytesMax (${bufferBytesMax}) must hold at least one batch (batchBytesMax ${batchBytesMax})`);
     }
-    this.accumulator = new RecordAccumulator({ lingerMs: options.lingerMs ?? PRODUCER_DEFAULTS.lingerMs, batchBytesMax, clock: this.clock });
+    this.batchBytesMax = batchBytesMax;
+    this.accumulator = new RecordAccumulator({ lingerMs: options.lingerMs ?? PRODUCER_DEFAULTS.lingerMs, batchBytesMax, clock: this.clock, mergeSealed: options.mergeSealedBatches ?? false });
     this.budget = new BufferBudget({
       bufferBytesMax,
       maxBlockMs: options.maxBlockMs ?? PRODUCER_DEFAULTS.maxBlockMs,
@@ -380,7 +390,7 @@ export class Producer {
     const key = `${topic}\u0000${partition}`;
     let s = this.partitions.get(key);
     if (!s) {
-      s = { topic, partition, nextSequence: 0, confirmedNext: 0, inflight: [], retries: [] };
+      s = { topic, partition, nextSequence: 0, confirmedNext: 0, inflight: [], retries: [], mergeBytesMax: this.batchBytesMax };
       this.partitions.set(key, s);
     }
     return s;
@@ -472,7 +482,7 @@ export class Producer {
         nextWakeMs = Math.min(nextWakeMs, this.retryBackoffMs);
         continue;
       }
-      const batch = this.accumulator.drain(tp.topic, tp.partition)!;
+      const batch = this.accumulator.drain(tp.topic, tp.partition, s.mergeBytesMax)!;
       this.partitioner.onBatchSent(tp.topic, tp.partition);
       if (this.idempotent) {
         batch.baseSequence = s.nextSequence;
@@ -637,6 +647,25 @@ export class Producer {
         return this.requeue(s, b, 0);
       }
       if (this.epochResetNeeded && !expired && err.code === 'OUT_OF_ORDER_SEQUENCE') return this.requeue(s, b, 0);
+    }
+    if (err.code === 'MESSAGE_TOO_LARGE' && b.parts && !expired && !this.closed) {
+      // A merged batch too large for the topic: its parts go again on their own, in order, with
+      // its sequence range, and later merges for the partition stay under half its size.
+      s.mergeBytesMax = Math.max(1, Math.floor((b.sealed?.bytes.length ?? 0) / 2));
+      let sequence = b.baseSequence;
+      for (const p of b.unmerge()) {
+        p.baseSequence = sequence < 0 ? -1 : sequence;
+        if (sequence >= 0) sequence += p.count;
+        p.producerId = b.producerId;
+        p.producerEpoch = b.producerEpoch;
+        p.attempts = Math.max(0, b.attempts - 1);
+        p.retryAtMs = this.clock.monotonicMs();
+        p.bytes = null;
+        insertSorted(s.retries, p, this.idempotent);
+      }
+      this.logger.debug({ topic: b.topic, partition: b.partition, mergeBytesMax: s.mergeBytesMax }, 'merged batch too large for the topic; parts sent on their own');
+      this.wake();
+      return;
     }
     if (err.code === 'MESSAGE_TOO_LARGE' && !b.sealed && b.count > 1 && !expired && !this.closed) {
       // The topic takes smaller batches than ours (its max.message.bytes): nothing was written,

@@ -22,9 +22,6 @@ export interface ReadResult {
  */
 export const READ_ROUND_TRIP_MS = 200;
 
-/** Protobuf batches in flight per partition: the broker's idempotence window (5 batches). */
-const BATCHES_INFLIGHT_PER_PARTITION_MAX = 5;
-
 /** The gateway's view of the cell. */
 export class GatewayBackend {
   readonly admin: Admin;
@@ -73,10 +70,11 @@ export class GatewayBackend {
   }
 
   /**
-   * The producer for `acks` and a kind of input. Records (JSON, octets) share batches, so their
-   * producer keeps few batches in flight and lets records gather (`produceInflightPerPartitionMax`);
-   * protobuf batches arrive whole and cannot grow, so theirs keeps the most the broker's dedup
-   * window allows in flight, or one partition would carry one request at a time.
+   * The producer for `acks` and a kind of input: records (JSON, octets) or whole protobuf batches.
+   * Both keep few batches in flight (`produceInflightPerPartitionMax`), so that what arrives
+   * meanwhile gathers: records into the next batch, protobuf batches into one merged batch.
+   * Measured (2 cores, 50 connections of 100-record protobuf batches, rf 3): 5 in flight unmerged
+   * cost the brokers ~0.94 ms of CPU per request, merged with 1 in flight ~0.57 ms, with 5 ~0.68.
    */
   private producer(acks: AcksOption, kind: 'records' | 'batches'): Producer {
     const key = `${acks}/${kind}`;
@@ -90,8 +88,11 @@ export class GatewayBackend {
         recordBytesMax: this.limits.bodyBytesMax,
         topicWaitMs: 500,
         lingerMs: this.limits.produceLingerMs,
-        inflightPerPartitionMax: kind === 'records' ? this.limits.produceInflightPerPartitionMax : BATCHES_INFLIGHT_PER_PARTITION_MAX,
+        inflightPerPartitionMax: this.limits.produceInflightPerPartitionMax,
         batchBytesMax: this.limits.produceBatchBytesMax,
+        // Clients' protobuf batches queued for a partition go out merged into one (uncompressed
+        // ones; compressed batches pass as they are).
+        mergeSealedBatches: kind === 'batches',
       });
       this.producers.set(key, p);
     }

@@ -96,9 +96,9 @@ export interface GatewayBatch {
 /**
  * Reads a protobuf ProduceRequest for `topic`: it must name only that topic, and every batch must
  * pass the checks the broker would make (length, CRC, header) plus the gateway's own (each record
- * within `recordBytesMax`). The batches are kept as they are: the producer forwards them without
- * re-encoding (it only stamps its producer id and sequence in), which is what makes protobuf the
- * fast way in.
+ * within `recordBytesMax`). The records are never decoded into objects: the producer forwards the
+ * batches (merging uncompressed ones that queue for a partition, and stamping its producer id and
+ * sequence in), which is what makes protobuf the fast way in.
  */
 export async function parseProtobufBatches(body: Buffer, topic: string, o: { recordBytesMax: number; bodyBytesMax: number }): Promise<{ batches: GatewayBatch[]; acks: ProduceRequest['acks'] }> {
   const req = decodeBody<ProduceRequest>('ProduceRequest', body);

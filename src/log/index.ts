@@ -4,6 +4,7 @@
  */
 export * from './batch-format.ts';
 export * from './batch.ts';
+export { mergeable, mergeBatches, batchAttributes } from './batch-merge.ts';
 export * from './record.ts';
 export * from './compression.ts';
 export { crc32c } from './crc32c.ts';
