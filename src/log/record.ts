@@ -128,6 +128,30 @@ function readBytesField(buf: Buffer, v: VarintRead, end: number, what: string): 
   return out;
 }
 
+/** Skips a bytes field (as `readBytesField` reads it), with the same checks. */
+function skipBytesField(buf: Buffer, v: VarintRead, end: number, what: string): boolean {
+  readVarint(buf, v.next, end, v);
+  const len = v.value;
+  if (len === -1) return false;
+  if (len < -1 || v.next + len > end) throw new EdgeqError('CORRUPT_BATCH', `${what} length ${len} runs past the record`);
+  v.next += len;
+  return true;
+}
+
+/** Checks key, value and headers of record `i` (from `v.next` to `end`) without reading them out. */
+function skipRecordFields(records: Buffer, v: VarintRead, end: number, i: number, bodyBytes: number): void {
+  skipBytesField(records, v, end, 'key');
+  skipBytesField(records, v, end, 'value');
+  readVarint(records, v.next, end, v);
+  const headerCount = v.value;
+  if (headerCount < 0 || headerCount > bodyBytes) throw new EdgeqError('CORRUPT_BATCH', `record ${i} header count ${headerCount}`);
+  for (let h = 0; h < headerCount; h++) {
+    if (!skipBytesField(records, v, end, 'header key')) throw new EdgeqError('CORRUPT_BATCH', `record ${i} has a null header key`);
+    skipBytesField(records, v, end, 'header value');
+  }
+  if (v.next !== end) throw new EdgeqError('CORRUPT_BATCH', `record ${i} has ${end - v.next} trailing bytes`);
+}
+
 /**
  * Walks the records section and checks its framing: every record's length fits, the count is
  * `expectedCount`, each offset delta equals the record's index and nothing trails the last record.
@@ -154,6 +178,14 @@ export function walkRecords(
     const tsDelta = v.value;
     readVarint(records, v.next, end, v);
     if (v.value !== i) throw new EdgeqError('CORRUPT_BATCH', `record ${i} has offset delta ${v.value}`);
+    if (!visit) {
+      // Checking only (every append and every gateway request): the same checks without building
+      // views and header objects nobody reads.
+      skipRecordFields(records, v, end, i, bodyBytes);
+      p = end;
+      i++;
+      continue;
+    }
     const key = readBytesField(records, v, end, 'key');
     const value = readBytesField(records, v, end, 'value');
     readVarint(records, v.next, end, v);
