@@ -16,7 +16,7 @@
  * (InitProducerId with its id and epoch) and renumbers what is still queued from 0.
  */
 import { EdgeqError, silentLogger, systemClock, toEdgeqError, type Clock, type Logger, type TimerHandle } from '../core/index.ts';
-import { buildBatch, CompressionCodec, stampProducer, validateBatchHeader, type BatchHeader, type CompressionName, type RecordInput } from '../log/index.ts';
+import { buildBatch, CompressionCodec, stampProducer, stampProducerInPlace, validateBatchHeader, type BatchHeader, type CompressionName, type RecordInput } from '../log/index.ts';
 import { Acks, errorOf, type AcksValue, type ProduceRequest, type ProduceResponse } from '../protocol/index.ts';
 import { estimateRecordBytes, ProducerBatch, RecordAccumulator, type RecordMetadata } from './accumulator.ts';
 import { BufferBudget, type BufferFullPolicy } from './buffer-budget.ts';
@@ -540,7 +540,9 @@ export class Producer {
       batches.map(async (b) => {
         if (b.bytes) return;
         if (b.sealed) {
-          b.bytes = stampProducer(b.sealed.bytes, { producerId: b.producerId, producerEpoch: b.producerEpoch, baseSequence: b.baseSequence });
+          const stamp = { producerId: b.producerId, producerEpoch: b.producerEpoch, baseSequence: b.baseSequence };
+          // A merged batch is ours alone: stamp it where it is. A caller's batch is copied first.
+          b.bytes = b.parts ? stampProducerInPlace(b.sealed.bytes, stamp) : stampProducer(b.sealed.bytes, stamp);
           return;
         }
         b.bytes = await buildBatch(b.records, {

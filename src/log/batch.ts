@@ -216,7 +216,11 @@ export interface ProducerStamp {
  * those of the gateway's own producer: the broker deduplicates on them.
  */
 export function stampProducer(batch: Buffer, stamp: ProducerStamp): Buffer {
-  const out = Buffer.from(batch);
+  return stampProducerInPlace(Buffer.from(batch), stamp);
+}
+
+/** `stampProducer` on `batch` itself, for a buffer the caller owns (a batch it merged). */
+export function stampProducerInPlace(out: Buffer, stamp: ProducerStamp): Buffer {
   writeInt64(out, OFFSET_PRODUCER_ID, stamp.producerId);
   out.writeInt16BE(stamp.producerEpoch, OFFSET_PRODUCER_EPOCH);
   out.writeInt32BE(stamp.baseSequence, OFFSET_BASE_SEQUENCE);
