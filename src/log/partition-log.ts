@@ -40,6 +40,8 @@ import { readInt64 } from './varint.ts';
 export interface LogObserver {
   onFsync?(durationMs: number): void;
   onAppend?(batches: number, bytes: number): void;
+  /** A read that returned data, answered from the tail cache or from the segment file. */
+  onRead?(source: 'cache' | 'file', bytes: number): void;
 }
 
 /** What a log needs from its surroundings. */
@@ -593,6 +595,7 @@ export class PartitionLog {
     const cached = this.tail.read(offset, maxBytes, end);
     if (cached !== null) {
       if (cached.length === 0) return empty;
+      this.observer.onRead?.('cache', cached.length);
       return { bytes: cached, nextOffset: nextOffsetAfter(cached), logStartOffset, logEndOffset };
     }
     const seg = this.segmentFor(offset);
@@ -626,7 +629,9 @@ export class PartitionLog {
         nextOffset = last + 1;
       }
       if (pos === start) return empty;
-      return { bytes: await reader.slice(start, pos), nextOffset, logStartOffset, logEndOffset };
+      const bytes = await reader.slice(start, pos);
+      this.observer.onRead?.('file', bytes.length);
+      return { bytes, nextOffset, logStartOffset, logEndOffset };
     } finally {
       lease.release();
     }

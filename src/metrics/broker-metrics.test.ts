@@ -90,6 +90,10 @@ describe('broker metrics over the admin port', () => {
     expect(sample(after, 'edgeq_fsync_latency_seconds_count') - fsyncsBefore).toBeGreaterThanOrEqual(sent.length);
     expect(sample(after, 'edgeq_fsync_latency_seconds_sum')).toBeGreaterThan(0);
     expect(sample(after, 'edgeq_log_append_bytes_total') - sample(before, 'edgeq_log_append_bytes_total')).toBe(bytesSent);
+    // The fetch read what was just written: from the tail cache, not the files.
+    const readBytes = (text: string, source: string) => sample(text, 'edgeq_log_read_bytes_total', { source }) || 0;
+    expect(readBytes(after, 'cache') - readBytes(before, 'cache')).toBe(bytesFetched);
+    expect(readBytes(after, 'file') - readBytes(before, 'file')).toBe(0);
 
     for (const [partition, end] of [['0', 7], ['1', 2]] as const) {
       const labels = { topic: 'ev', partition };

@@ -64,6 +64,7 @@ export class BrokerMetrics {
   private readonly fsyncLatency: Histogram;
   private readonly logAppendBatches: Counter;
   private readonly logAppendBytes: Counter;
+  private readonly logReadBytes: Counter<'source'>;
   private readonly eventLoop: IntervalHistogram;
   private partitions: PartitionsSource | null = null;
 
@@ -95,6 +96,12 @@ export class BrokerMetrics {
     this.fsyncLatency = new Histogram({ name: 'edgeq_fsync_latency_seconds', help: 'Duration of each log fdatasync.', buckets: FSYNC_LATENCY_BUCKETS_S, registers });
     this.logAppendBatches = new Counter({ name: 'edgeq_log_append_batches_total', help: 'Batches written to local logs (produce, replication and internal topics).', registers });
     this.logAppendBytes = new Counter({ name: 'edgeq_log_append_bytes_total', help: 'Bytes written to local logs (produce, replication and internal topics).', registers });
+    this.logReadBytes = new Counter({
+      name: 'edgeq_log_read_bytes_total',
+      help: 'Bytes read from local logs (fetches, replication, internal replays), by source: the in-memory tail cache or the segment files.',
+      labelNames: ['source'],
+      registers,
+    });
 
     const self = this;
     const partitionGauge = (name: string, help: string, value: (p: PartitionGaugeSource) => number) =>
@@ -161,6 +168,7 @@ export class BrokerMetrics {
       this.logAppendBatches.inc(batches);
       this.logAppendBytes.inc(bytes);
     },
+    onRead: (source: 'cache' | 'file', bytes: number): void => this.logReadBytes.inc({ source }, bytes),
   };
 
   /** The exposition text of every metric. */
