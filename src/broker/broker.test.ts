@@ -4,12 +4,14 @@
 // bad input gets a typed error or closes only its own connection, with nothing written.
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
+import { getEventListeners } from 'node:events';
 import { Broker, type BrokerOptions } from './index.ts';
 import { buildBatch, decodeBatches, CompressionCodec } from '../log/index.ts';
 import { Acks, ApiKey, decodeResponse, encodeFrame, encodeRequest, errorOf, FLAG_ERROR, type WireError } from '../protocol/index.ts';
 
 const codeFromWireError = (w: WireError | null | undefined) => errorOf(w)?.code ?? null;
 import { RawClient } from '../../test/helpers/raw-client.ts';
+import { waitFor } from '../../test/helpers/partition-probe.ts';
 import { cleanupTempDirs, tempDir } from '../../test/helpers/tmp.ts';
 
 afterAll(cleanupTempDirs);
@@ -187,6 +189,26 @@ describe('produce and fetch', () => {
     expect(Date.now() - t1).toBeLessThan(10_000);
     const res = decodeResponse('Fetch', f);
     expect((await decodeBatches(Buffer.from(res.topics[0]!.partitions[0]!.records))).map((r) => r.value!.toString())).toEqual(['wake']);
+  });
+
+  it('keeps nothing of a finished long poll on its connection (a replica connection serves thousands a second)', async () => {
+    const b = await start();
+    const c = await client(b);
+    const p = await client(b);
+    await createTopic(c, 'lp-many', 1);
+    // Every connection's close signal, as the broker holds it, and how many waiters listen on it.
+    const listeners = () =>
+      [...(b as unknown as { connections: Set<{ closedSignal: AbortController }> }).connections].reduce((n, conn) => n + getEventListeners(conn.closedSignal.signal, 'abort').length, 0);
+    for (let i = 0; i < 30; i++) {
+      const id = c.send('Fetch', { maxWaitMs: 20_000, minBytes: 1, topics: [{ name: 'lp-many', partitions: [{ partition: 0, fetchOffset: i, maxBytes: 1 << 20 }] }] });
+      // Parked: one listener while it waits.
+      await waitFor('the long poll to park', 5_000, () => (listeners() === 1 ? true : undefined), 5);
+      await produce(p, 'lp-many', 0, await values(`w${i}`));
+      expect((await c.next()).correlationId).toBe(id);
+    }
+    const timedOut = await c.call('Fetch', { maxWaitMs: 50, minBytes: 1, topics: [{ name: 'lp-many', partitions: [{ partition: 0, fetchOffset: 30, maxBytes: 1 << 20 }] }] });
+    expect(timedOut.topics[0]!.partitions[0]!.records.length).toBe(0);
+    expect(listeners()).toBe(0);
   });
 
   it('lists earliest, latest and by-timestamp offsets, and refuses reads out of range', async () => {

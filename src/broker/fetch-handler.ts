@@ -31,10 +31,10 @@ interface Slot {
   epoch: number | null | undefined;
 }
 
-/** Handles one Fetch request; `closed` resolves when the connection goes away (stop waiting). */
+/** Handles one Fetch request; `closed` is aborted when the connection goes away (stop waiting). */
 export async function handleFetch(
   req: FetchRequest,
-  deps: { topics: TopicManager; limits: FetchLimits; clock?: Clock; closed?: Promise<void>; metrics?: BrokerMetrics },
+  deps: { topics: TopicManager; limits: FetchLimits; clock?: Clock; closed?: AbortSignal; metrics?: BrokerMetrics },
 ): Promise<FetchResponse> {
   const clock = deps.clock ?? systemClock;
   const slots: Slot[] = [];
@@ -155,20 +155,26 @@ function group(slots: Slot[], results: FetchPartitionResult[]): FetchResponse['t
   return [...byTopic].map(([name, partitions]) => ({ name, partitions }));
 }
 
-/** Resolves true on an append to any slot's partition, false on timeout or connection close. */
-function waitForAppend(slots: Slot[], ms: number, clock: Clock, closed?: Promise<void>): Promise<boolean> {
+/**
+ * Resolves true on an append to any slot's partition, false on timeout or connection close. Every
+ * listener it adds (partitions, timer, connection) is removed when it resolves.
+ */
+function waitForAppend(slots: Slot[], ms: number, clock: Clock, closed?: AbortSignal): Promise<boolean> {
+  if (closed?.aborted) return Promise.resolve(false);
   return new Promise<boolean>((resolve) => {
     const offs: (() => void)[] = [];
     let done = false;
+    const onClose = () => finish(false);
     const finish = (v: boolean) => {
       if (done) return;
       done = true;
       timer.cancel();
       for (const off of offs) off();
+      closed?.removeEventListener('abort', onClose);
       resolve(v);
     };
     const timer = clock.setTimeout(() => finish(false), ms);
     for (const s of slots) if (s.partition) offs.push(s.partition.onChange(() => finish(true)));
-    void closed?.then(() => finish(false));
+    closed?.addEventListener('abort', onClose, { once: true });
   });
 }

@@ -53,6 +53,8 @@ export class ServerConnection {
   private pausedForWrite = false;
   private closedResolve!: () => void;
   readonly closed: Promise<void>;
+  /** Aborted when the socket closes: what long polls listen on, and stop listening on when done. */
+  private readonly closedSignal = new AbortController();
   private readonly ctx: RequestContext;
   private ended = false;
 
@@ -64,7 +66,7 @@ export class ServerConnection {
   ) {
     this.decoder = new FrameDecoder({ frameBytesMax: limits.frameBytesMax });
     this.closed = new Promise<void>((r) => (this.closedResolve = r));
-    this.ctx = { clientId: '', host: `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? 0}`, closed: this.closed };
+    this.ctx = { clientId: '', host: `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? 0}`, closed: this.closedSignal.signal };
     socket.setNoDelay(true);
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('drain', () => {
@@ -76,6 +78,7 @@ export class ServerConnection {
     socket.on('error', (err) => this.logger.debug({ err, host: this.ctx.host }, 'connection error'));
     socket.on('close', () => {
       this.ended = true;
+      this.closedSignal.abort();
       this.closedResolve();
     });
   }
