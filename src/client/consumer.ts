@@ -367,8 +367,20 @@ export class Consumer implements AsyncIterable<ConsumerRecord> {
     await this.connect();
     if (this.member && this.mode === 'subscribe') {
       const active = this.member.ensureActive();
-      const joined = await Promise.race([active.then(() => true), this.sleep(remaining()).then(() => false)]).catch((err) => {
-        throw toEdgeqError(err);
+      // Joined, or out of time; the timer is cancelled when the join wins (a poll loop would
+      // otherwise leave one pending timer per poll behind).
+      const joined = await new Promise<boolean>((resolve, reject) => {
+        const timer = this.clock.setTimeout(() => resolve(false), Math.max(0, remaining()));
+        active.then(
+          () => {
+            timer.cancel();
+            resolve(true);
+          },
+          (err: unknown) => {
+            timer.cancel();
+            reject(toEdgeqError(err));
+          },
+        );
       });
       if (!joined) return [];
     }
@@ -392,10 +404,6 @@ export class Consumer implements AsyncIterable<ConsumerRecord> {
       this.startFetches(left);
       await this.signal.wait(left);
     }
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => this.clock.setTimeout(resolve, Math.max(0, ms)));
   }
 
   /** Takes buffered records, a partition at a time, starting at a rotating partition for fairness. */

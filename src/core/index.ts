@@ -4,3 +4,4 @@ export * from './assert.ts';
 export * from './clock.ts';
 export * from './logger.ts';
 export * from './random.ts';
+export * from './abortable.ts';

@@ -7,7 +7,7 @@
 import type { Context } from 'hono';
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
 import type { Consumer, EdgeqClient } from '../client/index.ts';
-import { EdgeqError } from '../core/index.ts';
+import { EdgeqError, orAborted } from '../core/index.ts';
 import { toProblem } from './errors.ts';
 import type { GatewayLimits } from './limits.ts';
 import { toJsonRecord } from './records.ts';
@@ -81,24 +81,26 @@ export function streamPartition(c: Context, client: EdgeqClient, limits: Gateway
     return streamSSE(
       c,
       async (stream: SSEStreamingApi) => {
-        // Either side may end it: the client cancelling the body, or the request's signal (node-server aborts it on disconnect).
-        const gone = new Promise<void>((resolve) => {
-          stream.onAbort(resolve);
-          untrack = slots.track(() => {
-            if (!stream.aborted) stream.abort();
-            resolve();
-          });
-          c.req.raw.signal.addEventListener('abort', () => {
-            if (!stream.aborted) stream.abort();
-            resolve();
-          });
+        // Either side may end it: the client cancelling the body, or the request's signal
+        // (node-server aborts it on disconnect). A signal, not a promise raced on every poll: see
+        // orAborted.
+        const gone = new AbortController();
+        const end = () => gone.abort();
+        stream.onAbort(end);
+        untrack = slots.track(() => {
+          if (!stream.aborted) stream.abort();
+          end();
+        });
+        c.req.raw.signal.addEventListener('abort', () => {
+          if (!stream.aborted) stream.abort();
+          end();
         });
         try {
           consumer = client.consumer({ maxWaitMs: limits.streamHeartbeatMs, autoCommit: false, pollRecordsMax: limits.recordsMax });
           consumer.assign([{ topic: req.topic, partition: req.partition }]);
           consumer.seek(req.topic, req.partition, req.offset);
           while (!stream.aborted && !stream.closed && consumer) {
-            const polled = await Promise.race([consumer.poll({ timeoutMs: limits.streamHeartbeatMs }), gone.then(() => null)]);
+            const polled = await orAborted(consumer.poll({ timeoutMs: limits.streamHeartbeatMs }), gone.signal);
             if (polled === null || stream.aborted) break;
             if (polled.length === 0) {
               // A comment line: ignored by EventSource, but bytes on the wire.
