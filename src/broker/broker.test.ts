@@ -4,7 +4,6 @@
 // bad input gets a typed error or closes only its own connection, with nothing written.
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
-import { getEventListeners } from 'node:events';
 import { Broker, type BrokerOptions } from './index.ts';
 import { buildBatch, decodeBatches, CompressionCodec } from '../log/index.ts';
 import { Acks, ApiKey, decodeResponse, encodeFrame, encodeRequest, errorOf, FLAG_ERROR, type WireError } from '../protocol/index.ts';
@@ -196,9 +195,8 @@ describe('produce and fetch', () => {
     const c = await client(b);
     const p = await client(b);
     await createTopic(c, 'lp-many', 1);
-    // Every connection's close signal, as the broker holds it, and how many waiters listen on it.
-    const listeners = () =>
-      [...(b as unknown as { connections: Set<{ closedSignal: AbortController }> }).connections].reduce((n, conn) => n + getEventListeners(conn.closedSignal.signal, 'abort').length, 0);
+    // How many waiters listen for the close of any connection, as the broker holds them.
+    const listeners = () => [...(b as unknown as { connections: Set<{ closeListeners: Set<unknown> }> }).connections].reduce((n, conn) => n + conn.closeListeners.size, 0);
     for (let i = 0; i < 30; i++) {
       const id = c.send('Fetch', { maxWaitMs: 20_000, minBytes: 1, topics: [{ name: 'lp-many', partitions: [{ partition: 0, fetchOffset: i, maxBytes: 1 << 20 }] }] });
       // Parked: one listener while it waits.

@@ -31,10 +31,10 @@ interface Slot {
   epoch: number | null | undefined;
 }
 
-/** Handles one Fetch request; `closed` is aborted when the connection goes away (stop waiting). */
+/** Handles one Fetch request; `onClose` tells when the connection goes away (stop waiting). */
 export async function handleFetch(
   req: FetchRequest,
-  deps: { topics: TopicManager; limits: FetchLimits; clock?: Clock; closed?: AbortSignal; metrics?: BrokerMetrics },
+  deps: { topics: TopicManager; limits: FetchLimits; clock?: Clock; onClose?: (listener: () => void) => () => void; metrics?: BrokerMetrics },
 ): Promise<FetchResponse> {
   const clock = deps.clock ?? systemClock;
   const slots: Slot[] = [];
@@ -70,7 +70,7 @@ export async function handleFetch(
     if (bytes >= Math.max(1, minBytes) || anyError || remaining <= 0 || minBytes === 0) {
       return answer(slots, results, replicaId >= 0, deps.metrics);
     }
-    const woke = await waitForAppend(slots, remaining, clock, deps.closed);
+    const woke = await waitForAppend(slots, remaining, clock, deps.onClose);
     if (!woke) return answer(slots, await readAll(slots, maxBytes, replicaId >= 0), replicaId >= 0, deps.metrics);
   }
 }
@@ -159,22 +159,19 @@ function group(slots: Slot[], results: FetchPartitionResult[]): FetchResponse['t
  * Resolves true on an append to any slot's partition, false on timeout or connection close. Every
  * listener it adds (partitions, timer, connection) is removed when it resolves.
  */
-function waitForAppend(slots: Slot[], ms: number, clock: Clock, closed?: AbortSignal): Promise<boolean> {
-  if (closed?.aborted) return Promise.resolve(false);
+function waitForAppend(slots: Slot[], ms: number, clock: Clock, onClose?: (listener: () => void) => () => void): Promise<boolean> {
   return new Promise<boolean>((resolve) => {
     const offs: (() => void)[] = [];
     let done = false;
-    const onClose = () => finish(false);
     const finish = (v: boolean) => {
       if (done) return;
       done = true;
       timer.cancel();
       for (const off of offs) off();
-      closed?.removeEventListener('abort', onClose);
       resolve(v);
     };
     const timer = clock.setTimeout(() => finish(false), ms);
     for (const s of slots) if (s.partition) offs.push(s.partition.onChange(() => finish(true)));
-    closed?.addEventListener('abort', onClose, { once: true });
+    if (onClose) offs.push(onClose(() => finish(false)));
   });
 }

@@ -113,7 +113,7 @@ export function createHandlers(d: HandlerDeps): Handlers {
       return req.acks === Acks.NONE ? null : res;
     },
 
-    Fetch: async (req, ctx) => handleFetch(req, { topics: d.topics, limits: d.fetchLimits, clock: d.clock, closed: ctx.closed, metrics: d.metrics }),
+    Fetch: async (req, ctx) => handleFetch(req, { topics: d.topics, limits: d.fetchLimits, clock: d.clock, onClose: ctx.onClose, metrics: d.metrics }),
 
     ListOffsets: async (req) => ({
       topics: await Promise.all(

@@ -53,8 +53,8 @@ export class ServerConnection {
   private pausedForWrite = false;
   private closedResolve!: () => void;
   readonly closed: Promise<void>;
-  /** Aborted when the socket closes: what long polls listen on, and stop listening on when done. */
-  private readonly closedSignal = new AbortController();
+  /** Called once when the socket closes: long polls add themselves and remove themselves when done. */
+  private readonly closeListeners = new Set<() => void>();
   private readonly ctx: RequestContext;
   private ended = false;
 
@@ -66,7 +66,18 @@ export class ServerConnection {
   ) {
     this.decoder = new FrameDecoder({ frameBytesMax: limits.frameBytesMax });
     this.closed = new Promise<void>((r) => (this.closedResolve = r));
-    this.ctx = { clientId: '', host: `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? 0}`, closed: this.closedSignal.signal };
+    this.ctx = {
+      clientId: '',
+      host: `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? 0}`,
+      onClose: (listener) => {
+        if (this.ended) {
+          listener();
+          return () => undefined;
+        }
+        this.closeListeners.add(listener);
+        return () => this.closeListeners.delete(listener);
+      },
+    };
     socket.setNoDelay(true);
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('drain', () => {
@@ -78,7 +89,8 @@ export class ServerConnection {
     socket.on('error', (err) => this.logger.debug({ err, host: this.ctx.host }, 'connection error'));
     socket.on('close', () => {
       this.ended = true;
-      this.closedSignal.abort();
+      for (const l of [...this.closeListeners]) l();
+      this.closeListeners.clear();
       this.closedResolve();
     });
   }
