@@ -3,22 +3,12 @@
 // keys and values, headers, timestamps before and after the first); the result passes the full
 // validation and decodes to the same records; batches that cannot merge are refused.
 import { describe, expect, it } from 'vitest';
+import { seededRandom } from '../core/random.ts';
 import { isEdgeqError } from '../core/errors.ts';
 import { buildBatch, decodeBatch, validateBatch } from './batch.ts';
 import { mergeable, mergeBatches } from './batch-merge.ts';
 import { CompressionCodec } from './compression.ts';
 import type { RecordInput } from './record.ts';
-
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function randomRecords(next: () => number, n: number): RecordInput[] {
   const base = 1_700_000_000_000;
@@ -39,7 +29,7 @@ function randomRecords(next: () => number, n: number): RecordInput[] {
 
 describe('mergeBatches', () => {
   it.each([1, 2, 3, 4, 5])('gives the bytes of one batch built from all the records (seed %i)', async (seed) => {
-    const next = rng(seed);
+    const next = seededRandom(seed);
     const records = randomRecords(next, 1 + Math.floor(next() * 400));
     // Cut into 1..8 consecutive parts.
     const cuts = [...new Set(Array.from({ length: Math.floor(next() * 8) }, () => Math.floor(next() * records.length)))].filter((c) => c > 0).sort((a, b) => a - b);

@@ -2,6 +2,7 @@
 // same log reads from its files, through appends, rolls, truncations and resets (seeded random
 // runs); tail reads do no file read; a bad size is refused.
 import { describe, expect, it } from 'vitest';
+import { seededRandom } from '../core/random.ts';
 import { FakeClock } from '../core/clock.ts';
 import { isEdgeqError } from '../core/errors.ts';
 import { buildBatch } from './batch.ts';
@@ -12,18 +13,6 @@ import type { Storage, StorageFile } from './storage.ts';
 import { TailCache } from './tail-cache.ts';
 
 const DIR = '/data/t-0';
-
-/** Small deterministic PRNG (mulberry32), so a failing run can be repeated from its seed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** A storage that counts file reads. */
 function counting(inner: Storage): { storage: Storage; reads: () => number } {
@@ -47,7 +36,7 @@ async function randomBatch(next: () => number, n: number): Promise<Buffer> {
 
 describe('TailCache', () => {
   it.each([1, 2, 3])('answers every read as the files do, through appends, rolls, truncations and resets (seed %i)', async (seed) => {
-    const next = rng(seed);
+    const next = seededRandom(seed);
     const config = { segmentBytesMax: 16 * 1024, messageBytesMax: 8 * 1024, indexIntervalBytes: 512 };
     // A small cache, so reads fall on both sides of its start.
     const cached = await PartitionLog.open(DIR, { ...config, tailCacheBytesMax: 6 * 1024 }, { storage: new MemoryStorage(), clock: new FakeClock() });
@@ -85,7 +74,7 @@ describe('TailCache', () => {
   it('answers a read at the tail without a file read, and one below the cache from the file', async () => {
     const { storage, reads } = counting(new MemoryStorage());
     const log = await PartitionLog.open(DIR, { tailCacheBytesMax: 4096 }, { storage, clock: new FakeClock() });
-    const next = rng(7);
+    const next = seededRandom(7);
     for (let i = 0; i < 40; i++) await log.append(await randomBatch(next, 3));
     const before = reads();
     const tail = await log.read(log.logEndOffset - 1, 1_000_000);
@@ -99,7 +88,7 @@ describe('TailCache', () => {
   });
 
   it('holds at most its bound, dropping the oldest batches, and nothing of a batch larger than itself', async () => {
-    const next = rng(11);
+    const next = seededRandom(11);
     const cache = new TailCache(3000);
     let offset = 0;
     for (let i = 0; i < 50; i++) {
