@@ -108,6 +108,15 @@ describe('TailCache', () => {
     expect(cache.read(offset, 10_000, offset + 1)).toBeNull();
   });
 
+  it('keeps small batches in buffers of their own, not slices of the shared pool (which would pin 8 KiB each)', async () => {
+    const cache = new TailCache(1 << 20);
+    const b = await buildBatch([{ value: 'small' }], { nowMs: 1 });
+    cache.add([b]);
+    const held = cache.read(0, 1 << 20, 1)!;
+    expect(held.equals(b)).toBe(true);
+    expect(held.buffer.byteLength).toBe(b.length);
+  });
+
   it('refuses a negative or fractional size', () => {
     for (const bad of [-1, 1.5, Number.NaN]) {
       let err: unknown = null;

@@ -39,7 +39,8 @@ export class TailCache {
 
   /**
    * Adds batches just written after everything held (stored format, offsets assigned). They are
-   * copied into one buffer, so the cache never pins the network buffers they arrived in. A run
+   * copied into one buffer of their own, so the cache never pins the network buffers they arrived
+   * in. A run
    * that does not continue the held one replaces it.
    */
   add(written: readonly Buffer[]): void {
@@ -51,7 +52,11 @@ export class TailCache {
       this.clear();
       return;
     }
-    const copy = Buffer.concat(written as Buffer[], total);
+    // Unpooled: a small Buffer.concat would be a slice of Node's shared 8 KiB pool, and each one
+    // the cache keeps would keep its whole slab alive, far past `bytesMax`.
+    const copy = Buffer.allocUnsafeSlow(total);
+    let at = 0;
+    for (const b of written) at += b.copy(copy, at);
     let pos = 0;
     for (const b of written) {
       const view = copy.subarray(pos, pos + b.length);
