@@ -50,7 +50,7 @@ describe('broker topics', () => {
   it('creates, lists, describes and deletes topics, refusing bad names, configs and internal names', async () => {
     const b = await start();
     const c = await client(b);
-    expect((await createTopic(c, 'orders', 3, { 'retention.ms': '60000', 'flush.policy': 'sync' })).error ?? null).toBeNull();
+    expect((await createTopic(c, 'orders', 3, { 'retention.ms': '60000', 'flush.policy': 'sync', 'tail.cache.bytes': '0' })).error ?? null).toBeNull();
     expect(codeFromWireError((await createTopic(c, 'orders')).error)).toBe('TOPIC_ALREADY_EXISTS');
     expect(codeFromWireError((await createTopic(c, 'bad/name')).error)).toBe('INVALID_TOPIC');
     expect(codeFromWireError((await createTopic(c, 'x'.repeat(250))).error)).toBe('INVALID_TOPIC');
@@ -60,6 +60,7 @@ describe('broker topics', () => {
     expect(codeFromWireError((await createTopic(c, 'zero', 0)).error)).toBe('INVALID_ARGUMENT');
     expect(codeFromWireError((await createTopic(c, 'cfg', 1, { 'retention.ms': 'soon' })).error)).toBe('INVALID_ARGUMENT');
     expect(codeFromWireError((await createTopic(c, 'cfg', 1, { 'no.such.key': '1' })).error)).toBe('INVALID_ARGUMENT');
+    expect(codeFromWireError((await createTopic(c, 'cfg', 1, { 'tail.cache.bytes': '-1' })).error)).toBe('INVALID_ARGUMENT');
     const rf = await c.call('CreateTopics', { topics: [{ name: 'rf', partitions: 1, replicationFactor: 3 }] });
     expect(codeFromWireError(rf.topics[0]!.error)).toBe('INVALID_ARGUMENT');
 
@@ -74,6 +75,7 @@ describe('broker topics', () => {
     const desc = await c.call('DescribeConfigs', { names: ['orders'] });
     expect(desc.topics[0]!.config['retention.ms']).toBe('60000');
     expect(desc.topics[0]!.config['flush.policy']).toBe('sync');
+    expect(desc.topics[0]!.config['tail.cache.bytes']).toBe('0');
     expect(desc.topics[0]!.partitions).toBe(3);
 
     const del = await c.call('DeleteTopics', { names: ['orders', 'orders', '__consumer_offsets'] });

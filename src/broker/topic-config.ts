@@ -35,6 +35,7 @@ const KEYS: Record<string, [keyof LogConfig | 'compressionAllowed' | 'minInsyncR
   'segment.ms': ['segmentMsMax', intParser(1)],
   'max.message.bytes': ['messageBytesMax', intParser(128, 64 * 1024 * 1024)],
   'flush.interval.ms': ['flushIntervalMs', intParser(1)],
+  'tail.cache.bytes': ['tailCacheBytesMax', intParser(0, 2 ** 31 - 1)],
   'flush.policy': [
     'flushPolicy',
     (value, key) => {
@@ -101,6 +102,7 @@ export function describeTopicConfig(s: TopicSettings): Record<string, string> {
     'segment.ms': String(s.log.segmentMsMax),
     'max.message.bytes': String(s.log.messageBytesMax),
     'flush.interval.ms': String(s.log.flushIntervalMs),
+    'tail.cache.bytes': String(s.log.tailCacheBytesMax),
     'flush.policy': s.log.flushPolicy,
     'compression.allowed': s.compressionAllowed.join(','),
     'min.insync.replicas': String(s.minInsyncReplicas),
