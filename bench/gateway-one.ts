@@ -12,6 +12,8 @@
  *   GW_ONE_SECONDS (default 8; a 2 s warm-up runs first, not measured).
  * - GW_ONE_BEFORE: single | json100 — run that load for GW_ONE_BEFORE_SECONDS (default 24) first,
  *   to the same topic (or another one with GW_ONE_BEFORE_TOPIC=1).
+ * - GW_ONE_IDLE_SECONDS: leave the deployment idle this long before the warm-up (the benchmark's
+ *   ceilings run for ~25 s between its cases).
  * - GW_ONE_PROFILE_DIR: write a V8 CPU profile of every process of the deployment there (they
  *   are written when it stops); GW_ONE_NODE_ARGS: other Node flags for those processes.
  *
@@ -45,6 +47,7 @@ const ACKS = oneOf('GW_ONE_ACKS', ['1', 'all'] as const, '1');
 const SECONDS = seconds('GW_ONE_SECONDS', 8);
 const BEFORE = process.env.GW_ONE_BEFORE ? oneOf('GW_ONE_BEFORE', ['single', 'json100'] as const, 'single') : null;
 const BEFORE_SECONDS = seconds('GW_ONE_BEFORE_SECONDS', 24);
+const IDLE_SECONDS = process.env.GW_ONE_IDLE_SECONDS ? seconds('GW_ONE_IDLE_SECONDS', 25) : 0;
 const CONNECTIONS = 50;
 const VALUE = 'v'.repeat(100);
 const progress = (line: string): void => say(line, 'gateway-one');
@@ -115,6 +118,7 @@ try {
     const before = await cannon({ url: gateway, requests: await requestsFor(topic, BEFORE), connections: CONNECTIONS, pipelining: 1, durationSec: BEFORE_SECONDS });
     progress(`before: ${BEFORE} to topic ${topic} for ${BEFORE_SECONDS} s, ${Math.round(before.reqPerSec)} req/s`);
   }
+  if (IDLE_SECONDS > 0) await new Promise((r) => setTimeout(r, IDLE_SECONDS * 1000));
   await cannon({ url: gateway, requests, connections: CONNECTIONS, pipelining: 1, durationSec: 2 });
   const processes = ready.processes.filter((p) => p.name === 'gateway' || p.name.startsWith('broker-'));
   const c0 = await counters(ready.metrics);
@@ -127,6 +131,7 @@ try {
     case: CASE,
     acks: ACKS,
     before: BEFORE ? { case: BEFORE, seconds: BEFORE_SECONDS, otherTopic: Boolean(process.env.GW_ONE_BEFORE_TOPIC) } : null,
+    idleSeconds: IDLE_SECONDS,
     nodeArgs: nodeArgs || null,
     reqPerSec: Math.round(run.reqPerSec),
     p99Ms: run.p99Ms,
