@@ -594,9 +594,9 @@ export class PartitionLog {
     if (offset >= end) return empty;
     const cached = this.tail.read(offset, maxBytes, end);
     if (cached !== null) {
-      if (cached.length === 0) return empty;
-      this.observer.onRead?.('cache', cached.length);
-      return { bytes: cached, nextOffset: nextOffsetAfter(cached), logStartOffset, logEndOffset };
+      if (cached.bytes.length === 0) return empty;
+      this.observer.onRead?.('cache', cached.bytes.length);
+      return { bytes: cached.bytes, nextOffset: cached.nextOffset, logStartOffset, logEndOffset };
     }
     const seg = this.segmentFor(offset);
     const segEnd = seg.size;
@@ -995,17 +995,6 @@ interface SyncedState {
   position: number;
   nextOffset: number;
   maxTimestamp: number;
-}
-
-/** The offset after the last batch of `bytes` (whole stored batches). */
-function nextOffsetAfter(bytes: Buffer): number {
-  let pos = 0;
-  let next = 0;
-  while (pos < bytes.length) {
-    next = readInt64(bytes, pos) + bytes.readInt32BE(pos + OFFSET_LAST_OFFSET_DELTA) + 1;
-    pos += bytes.readInt32BE(pos + OFFSET_BATCH_LENGTH) + LOG_OVERHEAD;
-  }
-  return next;
 }
 
 function syncedStateOf(seg: Segment): SyncedState {

@@ -99,7 +99,8 @@ describe('TailCache', () => {
       expect(cache.bytes).toBeLessThanOrEqual(3000);
     }
     expect(cache.firstOffset).toBeGreaterThan(40);
-    expect(cache.read(49, 10_000, 50)?.length).toBeGreaterThan(0);
+    expect(cache.read(49, 10_000, 50)?.bytes.length).toBeGreaterThan(0);
+    expect(cache.read(49, 10_000, 50)?.nextOffset).toBe(50);
     expect(cache.read(0, 10_000, 50)).toBeNull();
     const big = await buildBatch([{ value: 'v'.repeat(4000) }], { nowMs: 1 });
     big.writeBigInt64BE(BigInt(offset), 0);
@@ -112,7 +113,7 @@ describe('TailCache', () => {
     const cache = new TailCache(1 << 20);
     const b = await buildBatch([{ value: 'small' }], { nowMs: 1 });
     cache.add([b]);
-    const held = cache.read(0, 1 << 20, 1)!;
+    const held = cache.read(0, 1 << 20, 1)!.bytes;
     expect(held.equals(b)).toBe(true);
     expect(held.buffer.byteLength).toBe(b.length);
   });

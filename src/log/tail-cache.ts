@@ -40,8 +40,7 @@ export class TailCache {
   /**
    * Adds batches just written after everything held (stored format, offsets assigned). They are
    * copied into one buffer of their own, so the cache never pins the network buffers they arrived
-   * in. A run
-   * that does not continue the held one replaces it.
+   * in. A run that does not continue the held one replaces it.
    */
   add(written: readonly Buffer[]): void {
     if (this.bytesMax <= 0 || written.length === 0) return;
@@ -55,17 +54,15 @@ export class TailCache {
     // Unpooled: a small Buffer.concat would be a slice of Node's shared 8 KiB pool, and each one
     // the cache keeps would keep its whole slab alive, far past `bytesMax`.
     const copy = Buffer.allocUnsafeSlow(total);
-    let at = 0;
-    for (const b of written) at += b.copy(copy, at);
     let pos = 0;
     for (const b of written) {
+      b.copy(copy, pos);
       const view = copy.subarray(pos, pos + b.length);
       pos += b.length;
       const baseOffset = readInt64(view, 0);
-      const entry = { baseOffset, lastOffset: baseOffset + view.readInt32BE(OFFSET_LAST_OFFSET_DELTA), bytes: view };
       const tail = this.batches.length > this.head ? this.batches[this.batches.length - 1]! : undefined;
       if (tail !== undefined && tail.lastOffset + 1 !== baseOffset) this.clear();
-      this.batches.push(entry);
+      this.batches.push({ baseOffset, lastOffset: baseOffset + view.readInt32BE(OFFSET_LAST_OFFSET_DELTA), bytes: view });
       this.held += view.length;
     }
     while (this.held > this.bytesMax) {
@@ -88,11 +85,12 @@ export class TailCache {
 
   /**
    * What the file read would return for (`offset`, `maxBytes`, `end`): whole batches starting
-   * with the one holding `offset`, at least one, while they fit in `maxBytes` and end below `end`.
-   * Null when the cache does not hold the batch with `offset` (the caller reads the file). The
-   * bytes are the cache's own (a single batch is not copied): readers must not write into them.
+   * with the one holding `offset`, at least one, while they fit in `maxBytes` and end below `end`,
+   * and the offset after the last of them. Empty bytes when none qualifies; null when the cache
+   * does not hold the batch with `offset` (the caller reads the file). The bytes are the cache's
+   * own (a single batch is not copied): readers must not write into them.
    */
-  read(offset: number, maxBytes: number, end: number): Buffer | null {
+  read(offset: number, maxBytes: number, end: number): { bytes: Buffer; nextOffset: number } | null {
     const first = this.firstOffset;
     if (first === null || offset < first) return null;
     // Binary search for the batch whose range holds `offset` (or the first after it).
@@ -106,15 +104,17 @@ export class TailCache {
     if (lo === this.batches.length) return null;
     const parts: Buffer[] = [];
     let size = 0;
+    let nextOffset = offset;
     for (let i = lo; i < this.batches.length; i++) {
       const b = this.batches[i]!;
       if (b.lastOffset >= end) break;
       if (parts.length > 0 && size + b.bytes.length > maxBytes) break;
       parts.push(b.bytes);
       size += b.bytes.length;
+      nextOffset = b.lastOffset + 1;
     }
-    if (parts.length === 0) return EMPTY;
-    return parts.length === 1 ? parts[0]! : Buffer.concat(parts, size);
+    if (parts.length === 0) return { bytes: EMPTY, nextOffset };
+    return { bytes: parts.length === 1 ? parts[0]! : Buffer.concat(parts, size), nextOffset };
   }
 }
 
