@@ -118,38 +118,26 @@ function writeBytesField(out: Buffer, p: number, b: Buffer | null): number {
   return p + b.length;
 }
 
-function readBytesField(buf: Buffer, v: VarintRead, end: number, what: string): Buffer | null {
+/**
+ * Steps over a bytes field (length varint, then the bytes), checking it fits before `end`.
+ * Returns its length, -1 for a null field; the bytes end at `v.next`. Reading steps over fields
+ * and builds views only when someone reads them: a walk that only checks builds nothing.
+ */
+function skipBytesField(buf: Buffer, v: VarintRead, end: number, what: string): number {
   readVarint(buf, v.next, end, v);
   const len = v.value;
-  if (len === -1) return null;
-  if (len < -1 || v.next + len > end) throw new EdgeqError('CORRUPT_BATCH', `${what} length ${len} runs past the record`);
-  const out = buf.subarray(v.next, v.next + len);
-  v.next += len;
-  return out;
-}
-
-/** Skips a bytes field (as `readBytesField` reads it), with the same checks. */
-function skipBytesField(buf: Buffer, v: VarintRead, end: number, what: string): boolean {
-  readVarint(buf, v.next, end, v);
-  const len = v.value;
-  if (len === -1) return false;
+  if (len === -1) return -1;
   if (len < -1 || v.next + len > end) throw new EdgeqError('CORRUPT_BATCH', `${what} length ${len} runs past the record`);
   v.next += len;
-  return true;
+  return len;
 }
 
-/** Checks key, value and headers of record `i` (from `v.next` to `end`) without reading them out. */
-function skipRecordFields(records: Buffer, v: VarintRead, end: number, i: number, bodyBytes: number): void {
-  skipBytesField(records, v, end, 'key');
-  skipBytesField(records, v, end, 'value');
-  readVarint(records, v.next, end, v);
-  const headerCount = v.value;
-  if (headerCount < 0 || headerCount > bodyBytes) throw new EdgeqError('CORRUPT_BATCH', `record ${i} header count ${headerCount}`);
-  for (let h = 0; h < headerCount; h++) {
-    if (!skipBytesField(records, v, end, 'header key')) throw new EdgeqError('CORRUPT_BATCH', `record ${i} has a null header key`);
-    skipBytesField(records, v, end, 'header value');
-  }
-  if (v.next !== end) throw new EdgeqError('CORRUPT_BATCH', `record ${i} has ${end - v.next} trailing bytes`);
+/** Headers of records walked without a visitor (never filled). */
+const NO_HEADERS: RecordHeader[] = [];
+
+/** The field `skipBytesField` just stepped over: a view, or null for a null field. */
+function fieldView(buf: Buffer, v: VarintRead, len: number): Buffer | null {
+  return len < 0 ? null : buf.subarray(v.next - len, v.next);
 }
 
 /**
@@ -178,25 +166,22 @@ export function walkRecords(
     const tsDelta = v.value;
     readVarint(records, v.next, end, v);
     if (v.value !== i) throw new EdgeqError('CORRUPT_BATCH', `record ${i} has offset delta ${v.value}`);
-    if (!visit) {
-      // Checking only (every append and every gateway request): the same checks without building
-      // views and header objects nobody reads.
-      skipRecordFields(records, v, end, i, bodyBytes);
-      p = end;
-      i++;
-      continue;
-    }
-    const key = readBytesField(records, v, end, 'key');
-    const value = readBytesField(records, v, end, 'value');
+    // Views and header objects only for a visitor: every append and every gateway request
+    // walks records just to check them.
+    const keyLen = skipBytesField(records, v, end, 'key');
+    const key = visit ? fieldView(records, v, keyLen) : null;
+    const valueLen = skipBytesField(records, v, end, 'value');
+    const value = visit ? fieldView(records, v, valueLen) : null;
     readVarint(records, v.next, end, v);
     const headerCount = v.value;
     if (headerCount < 0 || headerCount > bodyBytes) throw new EdgeqError('CORRUPT_BATCH', `record ${i} header count ${headerCount}`);
-    const headers: RecordHeader[] = [];
+    const headers: RecordHeader[] = visit ? [] : NO_HEADERS;
     for (let h = 0; h < headerCount; h++) {
-      const hk = readBytesField(records, v, end, 'header key');
-      if (hk === null) throw new EdgeqError('CORRUPT_BATCH', `record ${i} has a null header key`);
-      const hv = readBytesField(records, v, end, 'header value');
-      headers.push({ key: hk.toString('utf8'), value: hv });
+      const hkLen = skipBytesField(records, v, end, 'header key');
+      if (hkLen < 0) throw new EdgeqError('CORRUPT_BATCH', `record ${i} has a null header key`);
+      const hkEnd = v.next;
+      const hvLen = skipBytesField(records, v, end, 'header value');
+      if (visit) headers.push({ key: records.toString('utf8', hkEnd - hkLen, hkEnd), value: fieldView(records, v, hvLen) });
     }
     if (v.next !== end) throw new EdgeqError('CORRUPT_BATCH', `record ${i} has ${end - v.next} trailing bytes`);
     visit?.({ offset: baseOffset + i, timestamp: firstTimestamp + tsDelta, key, value, headers });
