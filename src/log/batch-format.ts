@@ -134,6 +134,46 @@ export function readBatchHeader(buf: Buffer, pos = 0): BatchHeader {
   };
 }
 
+/** The header fields a batch writer chooses; the length comes from the buffer, the CRC after. */
+export interface BatchHeaderFields {
+  baseOffset: number;
+  leaderEpoch: number;
+  attributes: number;
+  recordCount: number;
+  firstTimestamp: number;
+  maxTimestamp: number;
+  producerId: number;
+  producerEpoch: number;
+  baseSequence: number;
+  /** -1 without an origin. */
+  originOffset: number;
+  /** UTF-8 region name; empty without an origin. */
+  originRegion: Buffer;
+}
+
+/**
+ * Writes the header of the batch that fills `out` (its length is `out.length`), the origin
+ * region included; the records follow at `OFFSET_ORIGIN_REGION + originRegion.length`. The CRC is
+ * left for the caller to compute once the records are in place.
+ */
+export function writeBatchHeader(out: Buffer, f: BatchHeaderFields): void {
+  writeInt64(out, OFFSET_BASE_OFFSET, f.baseOffset);
+  out.writeInt32BE(out.length - LOG_OVERHEAD, OFFSET_BATCH_LENGTH);
+  out.writeInt32BE(f.leaderEpoch, OFFSET_LEADER_EPOCH);
+  out.writeInt8(BATCH_MAGIC, OFFSET_MAGIC);
+  out.writeInt16BE(f.attributes, OFFSET_ATTRIBUTES);
+  out.writeInt32BE(f.recordCount - 1, OFFSET_LAST_OFFSET_DELTA);
+  writeInt64(out, OFFSET_FIRST_TIMESTAMP, f.firstTimestamp);
+  writeInt64(out, OFFSET_MAX_TIMESTAMP, f.maxTimestamp);
+  writeInt64(out, OFFSET_PRODUCER_ID, f.producerId);
+  out.writeInt16BE(f.producerEpoch, OFFSET_PRODUCER_EPOCH);
+  out.writeInt32BE(f.baseSequence, OFFSET_BASE_SEQUENCE);
+  out.writeInt32BE(f.recordCount, OFFSET_RECORD_COUNT);
+  writeInt64(out, OFFSET_ORIGIN_OFFSET, f.originOffset);
+  out.writeUInt8(f.originRegion.length, OFFSET_ORIGIN_REGION_LENGTH);
+  f.originRegion.copy(out, OFFSET_ORIGIN_REGION);
+}
+
 /** Total size of the batch at `pos` from its length field, without any other check. */
 export function batchSizeAt(buf: Buffer, pos: number): number {
   return buf.readInt32BE(pos + OFFSET_BATCH_LENGTH) + LOG_OVERHEAD;

@@ -12,26 +12,17 @@ import { EdgeqError } from '../core/errors.ts';
 import {
   ATTR_CODEC_MASK,
   ATTR_HAS_ORIGIN,
-  BATCH_MAGIC,
-  LOG_OVERHEAD,
   OFFSET_ATTRIBUTES,
-  OFFSET_BASE_SEQUENCE,
-  OFFSET_BATCH_LENGTH,
-  OFFSET_CRC,
   OFFSET_FIRST_TIMESTAMP,
-  OFFSET_LAST_OFFSET_DELTA,
-  OFFSET_LEADER_EPOCH,
-  OFFSET_MAGIC,
   OFFSET_MAX_TIMESTAMP,
-  OFFSET_ORIGIN_OFFSET,
   OFFSET_ORIGIN_REGION,
-  OFFSET_ORIGIN_REGION_LENGTH,
-  OFFSET_PRODUCER_EPOCH,
-  OFFSET_PRODUCER_ID,
   OFFSET_RECORD_COUNT,
+  writeBatchHeader,
 } from './batch-format.ts';
-import { crc32c } from './crc32c.ts';
-import { readInt64, readVarint, varintSize, writeInt64, writeVarint, type VarintRead } from './varint.ts';
+import { recomputeCrc } from './batch.ts';
+import { readInt64, readVarint, varintSize, writeVarint, type VarintRead } from './varint.ts';
+
+const NO_ORIGIN = Buffer.alloc(0);
 
 /** True when `batch` may be merged with others of the same attributes (uncompressed, no origin). */
 export function mergeable(batch: Buffer): boolean {
@@ -113,21 +104,19 @@ export function mergeBatches(batches: readonly Buffer[]): Buffer {
     }
   }
   if (p !== size) throw new EdgeqError('CORRUPT_BATCH', `merged batch came out ${p} bytes, expected ${size}`);
-  const count = total;
-  writeInt64(out, 0, 0);
-  out.writeInt32BE(size - LOG_OVERHEAD, OFFSET_BATCH_LENGTH);
-  out.writeInt32BE(-1, OFFSET_LEADER_EPOCH);
-  out.writeInt8(BATCH_MAGIC, OFFSET_MAGIC);
-  out.writeInt16BE(attributes, OFFSET_ATTRIBUTES);
-  out.writeInt32BE(count - 1, OFFSET_LAST_OFFSET_DELTA);
-  writeInt64(out, OFFSET_FIRST_TIMESTAMP, firstTimestamp);
-  writeInt64(out, OFFSET_MAX_TIMESTAMP, maxTimestamp);
-  writeInt64(out, OFFSET_PRODUCER_ID, -1);
-  out.writeInt16BE(-1, OFFSET_PRODUCER_EPOCH);
-  out.writeInt32BE(-1, OFFSET_BASE_SEQUENCE);
-  out.writeInt32BE(count, OFFSET_RECORD_COUNT);
-  writeInt64(out, OFFSET_ORIGIN_OFFSET, -1);
-  out.writeUInt8(0, OFFSET_ORIGIN_REGION_LENGTH);
-  out.writeUInt32BE(crc32c(out.subarray(OFFSET_ATTRIBUTES)), OFFSET_CRC);
+  writeBatchHeader(out, {
+    baseOffset: 0,
+    leaderEpoch: -1,
+    attributes,
+    recordCount: total,
+    firstTimestamp,
+    maxTimestamp,
+    producerId: -1,
+    producerEpoch: -1,
+    baseSequence: -1,
+    originOffset: -1,
+    originRegion: NO_ORIGIN,
+  });
+  recomputeCrc(out);
   return out;
 }

@@ -8,25 +8,17 @@ import {
   ATTR_HAS_ORIGIN,
   ATTR_KNOWN_BITS,
   ATTR_LOG_APPEND_TIME,
-  BATCH_MAGIC,
   LOG_OVERHEAD,
   OFFSET_ATTRIBUTES,
   OFFSET_BASE_SEQUENCE,
   OFFSET_BATCH_LENGTH,
   OFFSET_CRC,
-  OFFSET_FIRST_TIMESTAMP,
-  OFFSET_LAST_OFFSET_DELTA,
-  OFFSET_LEADER_EPOCH,
-  OFFSET_MAGIC,
-  OFFSET_MAX_TIMESTAMP,
-  OFFSET_ORIGIN_OFFSET,
   OFFSET_ORIGIN_REGION,
-  OFFSET_ORIGIN_REGION_LENGTH,
   OFFSET_PRODUCER_EPOCH,
   OFFSET_PRODUCER_ID,
-  OFFSET_RECORD_COUNT,
   ORIGIN_REGION_BYTES_MAX,
   readBatchHeader,
+  writeBatchHeader,
   type BatchHeader,
 } from './batch-format.ts';
 import { CompressionCodec, compress, compressionName, decompress, type CompressionId } from './compression.ts';
@@ -68,26 +60,24 @@ export async function buildBatch(records: readonly RecordInput[], options: Build
   }
   const recordsOffset = OFFSET_ORIGIN_REGION + regionBytes.length;
   const out = Buffer.allocUnsafe(recordsOffset + body.length);
-  writeInt64(out, 0, options.baseOffset ?? 0);
-  out.writeInt32BE(out.length - LOG_OVERHEAD, OFFSET_BATCH_LENGTH);
-  out.writeInt32BE(options.leaderEpoch ?? -1, OFFSET_LEADER_EPOCH);
-  out.writeInt8(BATCH_MAGIC, OFFSET_MAGIC);
-  let attributes = codec;
+  let attributes: number = codec;
   if (options.logAppendTime) attributes |= ATTR_LOG_APPEND_TIME;
   if (origin) attributes |= ATTR_HAS_ORIGIN;
-  out.writeInt16BE(attributes, OFFSET_ATTRIBUTES);
-  out.writeInt32BE(records.length - 1, OFFSET_LAST_OFFSET_DELTA);
-  writeInt64(out, OFFSET_FIRST_TIMESTAMP, encoded.firstTimestamp);
-  writeInt64(out, OFFSET_MAX_TIMESTAMP, encoded.maxTimestamp);
-  writeInt64(out, OFFSET_PRODUCER_ID, options.producerId ?? -1);
-  out.writeInt16BE(options.producerEpoch ?? -1, OFFSET_PRODUCER_EPOCH);
-  out.writeInt32BE(options.baseSequence ?? -1, OFFSET_BASE_SEQUENCE);
-  out.writeInt32BE(records.length, OFFSET_RECORD_COUNT);
-  writeInt64(out, OFFSET_ORIGIN_OFFSET, origin ? origin.offset : -1);
-  out.writeUInt8(regionBytes.length, OFFSET_ORIGIN_REGION_LENGTH);
-  regionBytes.copy(out, OFFSET_ORIGIN_REGION);
+  writeBatchHeader(out, {
+    baseOffset: options.baseOffset ?? 0,
+    leaderEpoch: options.leaderEpoch ?? -1,
+    attributes,
+    recordCount: records.length,
+    firstTimestamp: encoded.firstTimestamp,
+    maxTimestamp: encoded.maxTimestamp,
+    producerId: options.producerId ?? -1,
+    producerEpoch: options.producerEpoch ?? -1,
+    baseSequence: options.baseSequence ?? -1,
+    originOffset: origin ? origin.offset : -1,
+    originRegion: regionBytes,
+  });
   body.copy(out, recordsOffset);
-  out.writeUInt32BE(crc32c(out.subarray(OFFSET_ATTRIBUTES)), OFFSET_CRC);
+  recomputeCrc(out);
   return out;
 }
 
@@ -228,7 +218,7 @@ export function stampProducerInPlace(out: Buffer, stamp: ProducerStamp): Buffer 
   return out;
 }
 
-/** Recomputes the CRC of `batch` in place after its covered bytes were changed (tests, tools). */
+/** Computes the CRC of `batch` in place: after building it, or after its covered bytes changed. */
 export function recomputeCrc(batch: Buffer): void {
   batch.writeUInt32BE(crc32c(batch.subarray(OFFSET_ATTRIBUTES)), OFFSET_CRC);
 }
