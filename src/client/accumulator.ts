@@ -131,7 +131,7 @@ export class ProducerBatch {
     if (this.sealed || this.records.length < 2 || this.settled) throw new EdgeqError('INVALID_ARGUMENT', 'only an open batch of two or more records can be split');
     const n = this.records.length;
     const cut = Math.ceil(n / 2);
-    const halves = [new ProducerBatch(this.topic, this.partition, this.createdMs, this.seq), new ProducerBatch(this.topic, this.partition, this.createdMs, this.seq)] as const;
+    const halves = [new ProducerBatch(this.topic, this.partition, this.createdMs, this.seq), new ProducerBatch(this.topic, this.partition, this.createdMs, this.seq)];
     const firstBytes = Math.round((this.sizeBytes * cut) / n);
     halves.forEach((h, i) => {
       const from = i === 0 ? 0 : cut;
@@ -139,30 +139,39 @@ export class ProducerBatch {
       h.records.push(...this.records.slice(from, to));
       h.callbacks.push(...this.callbacks.slice(from, to));
       h.sizeBytes = i === 0 ? firstBytes : this.sizeBytes - firstBytes;
-      h.attempts = this.attempts;
-      h.producerId = this.producerId;
-      h.producerEpoch = this.producerEpoch;
-      h.baseSequence = this.baseSequence < 0 ? -1 : this.baseSequence + from;
     });
-    // The original hands everything over: it answers no one itself, and is done (for a flush
-    // waiting on it) once both halves are.
-    this.settled = true;
-    void Promise.all([halves[0].done, halves[1].done]).then(() => this.markDone());
-    return [halves[0], halves[1]];
+    return this.handOver(halves) as [ProducerBatch, ProducerBatch];
   }
 
   /**
    * Hands back the parts of a merged batch, unanswered, to be sent on their own (the broker
-   * refused the merged batch as too large): the merged batch answers no one now, and is done once
-   * they are.
+   * refused the merged batch as too large), with its producer, attempts and sequence range.
    */
   unmerge(): ProducerBatch[] {
     if (!this.parts || this.settled) throw new EdgeqError('INVALID_ARGUMENT', 'only an unanswered merged batch can be unmerged');
     const parts = this.parts;
     this.parts = null;
+    return this.handOver(parts);
+  }
+
+  /**
+   * Gives `parts` (this batch's records, in order) its producer identity, attempts and, with
+   * idempotence, its sequence range in order, so batches after it keep theirs. This batch then
+   * answers no one itself, and is done (for a flush waiting on it) once all of them are.
+   */
+  private handOver(parts: readonly ProducerBatch[]): ProducerBatch[] {
+    let sequence = this.baseSequence;
+    for (const p of parts) {
+      p.attempts = this.attempts;
+      p.producerId = this.producerId;
+      p.producerEpoch = this.producerEpoch;
+      p.baseSequence = sequence;
+      if (sequence >= 0) sequence += p.count;
+      p.bytes = null;
+    }
     this.settled = true;
     void Promise.all(parts.map((p) => p.done)).then(() => this.markDone());
-    return parts;
+    return [...parts];
   }
 
   /** Fails every record. */

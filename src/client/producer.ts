@@ -650,36 +650,20 @@ export class Producer {
       }
       if (this.epochResetNeeded && !expired && err.code === 'OUT_OF_ORDER_SEQUENCE') return this.requeue(s, b, 0);
     }
-    if (err.code === 'MESSAGE_TOO_LARGE' && b.parts && !expired && !this.closed) {
-      // A merged batch too large for the topic: its parts go again on their own, in order, with
-      // its sequence range, and later merges for the partition stay under half its size.
-      s.mergeBytesMax = Math.max(1, Math.floor((b.sealed?.bytes.length ?? 0) / 2));
-      let sequence = b.baseSequence;
-      for (const p of b.unmerge()) {
-        p.baseSequence = sequence < 0 ? -1 : sequence;
-        if (sequence >= 0) sequence += p.count;
-        p.producerId = b.producerId;
-        p.producerEpoch = b.producerEpoch;
+    if (err.code === 'MESSAGE_TOO_LARGE' && (b.parts || (!b.sealed && b.count > 1)) && !expired && !this.closed) {
+      // The topic takes smaller batches than ours (its max.message.bytes) and nothing was written.
+      // A merged batch goes again as its parts, and later merges for the partition stay under
+      // half its size; a batch of records goes again in two halves, as Kafka's producer does. In
+      // order, in its sequence range; the refused attempt does not count against retriesMax
+      // (halving 1 MiB down to 1 KiB takes 10).
+      if (b.parts) s.mergeBytesMax = Math.max(1, Math.floor((b.sealed?.bytes.length ?? 0) / 2));
+      const parts = b.parts ? b.unmerge() : b.splitInTwo();
+      for (const p of parts) {
         p.attempts = Math.max(0, b.attempts - 1);
         p.retryAtMs = this.clock.monotonicMs();
-        p.bytes = null;
         insertSorted(s.retries, p, this.idempotent);
       }
-      this.logger.debug({ topic: b.topic, partition: b.partition, mergeBytesMax: s.mergeBytesMax }, 'merged batch too large for the topic; parts sent on their own');
-      this.wake();
-      return;
-    }
-    if (err.code === 'MESSAGE_TOO_LARGE' && !b.sealed && b.count > 1 && !expired && !this.closed) {
-      // The topic takes smaller batches than ours (its max.message.bytes): nothing was written,
-      // so send the records again in two halves, in order, as Kafka's producer does. The refused
-      // attempt does not count against retriesMax (halving 1 MiB down to 1 KiB takes 10).
-      const halves = b.splitInTwo();
-      for (const h of halves) {
-        h.attempts = Math.max(0, b.attempts - 1);
-        h.retryAtMs = this.clock.monotonicMs();
-        insertSorted(s.retries, h, this.idempotent);
-      }
-      this.logger.debug({ topic: b.topic, partition: b.partition, records: b.count, bytes: b.bytes?.length }, 'batch too large for the topic; split in two');
+      this.logger.debug({ topic: b.topic, partition: b.partition, records: b.count, parts: parts.length, mergeBytesMax: s.mergeBytesMax }, 'batch too large for the topic; sent again in parts');
       this.wake();
       return;
     }
