@@ -53,11 +53,10 @@ import { rmSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { buildBatch } from '../src/log/index.ts';
-import { Acks, encodeMessage } from '../src/protocol/index.ts';
 import { alive, freeRange, startDev, type Ready } from '../test/helpers/dev-process.ts';
 import { cannon, type CannonRequest, type CannonSummary } from './lib/autocannon.ts';
 import { startBareServer, type BareMode, type BareServer } from './lib/bare-http-server.ts';
+import { gatewayRequests, type GatewayAcks, type GatewayCase } from './lib/gateway-requests.ts';
 import { progress as say, sleep, waitUntil } from './lib/harness.ts';
 import { clockTicksPerSecond, cpuDeltaMs, readCpu } from './lib/proc-cpu.ts';
 
@@ -81,8 +80,8 @@ const OUT = process.env.BENCH_GW_OUT ? resolve(process.env.BENCH_GW_OUT) : new U
 
 const TARGETS = { singleVsBareRatio: 0.5, protobuf100Acks1RecordsPerSec: 300_000 };
 
-type CaseName = 'single' | 'json100' | 'protobuf100';
-type AcksLevel = '1' | 'all';
+type CaseName = GatewayCase;
+type AcksLevel = GatewayAcks;
 const ALL_CASES: CaseName[] = ['single', 'json100', 'protobuf100'];
 /**
  * The order the cases run in (BENCH_GW_ORDER, comma-separated, every case once). It matters: the
@@ -165,25 +164,6 @@ async function createTopic(gateway: string): Promise<string> {
     note(`topic ${name}: acks=all probes per partition answered ${probes.map((s) => (s === 0 ? 'timeout' : s)).join(',')}; using a new topic`);
   }
   throw new Error(`no topic took acks=all writes on every partition in ${TOPIC_ATTEMPTS_MAX} attempts`);
-}
-
-/** The requests one connection loops over, for a case and acks level. */
-async function requestsFor(topic: string, c: CaseName, acks: AcksLevel): Promise<{ requests: CannonRequest[]; recordsPerRequest: number }> {
-  const path = `/v1/topics/${topic}/records?acks=${acks}`;
-  const value = 'v'.repeat(VALUE_BYTES);
-  if (c === 'single' || c === 'json100') {
-    const n = c === 'single' ? 1 : BATCH_RECORDS;
-    const body = JSON.stringify({ records: Array.from({ length: n }, () => ({ value })) });
-    return { requests: [{ method: 'POST', path, headers: { 'content-type': 'application/json' }, body }], recordsPerRequest: n };
-  }
-  const batch = await buildBatch(Array.from({ length: BATCH_RECORDS }, () => ({ value })));
-  const requests = Array.from({ length: PARTITIONS }, (_, partition): CannonRequest => ({
-    method: 'POST',
-    path,
-    headers: { 'content-type': 'application/x-protobuf', accept: 'application/x-protobuf' },
-    body: Buffer.from(encodeMessage('ProduceRequest', { acks: acks === 'all' ? Acks.ALL : Acks.LEADER, timeoutMs: 30_000, topics: [{ name: topic, partitions: [{ partition, records: batch }] }] })),
-  }));
-  return { requests, recordsPerRequest: BATCH_RECORDS };
 }
 
 /** Sends one request of the sequence to the gateway: checks it is accepted, returns the answer's size. */
@@ -431,7 +411,7 @@ async function main(): Promise<void> {
     const prepared = new Map<string, Prepared>();
     for (const c of CASES) {
       for (const acks of ACKS) {
-        const { requests, recordsPerRequest } = await requestsFor(topic, c, acks);
+        const { requests, recordsPerRequest } = await gatewayRequests(topic, c, acks, { valueBytes: VALUE_BYTES, batchRecords: BATCH_RECORDS, partitions: PARTITIONS });
         const sizes = await Promise.all(requests.map((r) => answerBytes(gateway, r)));
         const answer = Math.max(...sizes);
         const requestBytes = Buffer.byteLength(requests[0]!.body ?? '');

@@ -22,10 +22,9 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { buildBatch } from '../src/log/index.ts';
-import { Acks, encodeMessage } from '../src/protocol/index.ts';
 import { freeRange, startDev } from '../test/helpers/dev-process.ts';
 import { cannon, type CannonRequest } from './lib/autocannon.ts';
+import { gatewayRequests } from './lib/gateway-requests.ts';
 import { progress as say, waitUntil } from './lib/harness.ts';
 import { cpuDeltaMs, readCpu } from './lib/proc-cpu.ts';
 
@@ -49,7 +48,6 @@ const BEFORE = process.env.GW_ONE_BEFORE ? oneOf('GW_ONE_BEFORE', ['single', 'js
 const BEFORE_SECONDS = seconds('GW_ONE_BEFORE_SECONDS', 24);
 const IDLE_SECONDS = process.env.GW_ONE_IDLE_SECONDS ? seconds('GW_ONE_IDLE_SECONDS', 25) : 0;
 const CONNECTIONS = 50;
-const VALUE = 'v'.repeat(100);
 const progress = (line: string): void => say(line, 'gateway-one');
 
 const nodeArgs = [process.env.GW_ONE_PROFILE_DIR ? `--cpu-prof --cpu-prof-dir=${process.env.GW_ONE_PROFILE_DIR}` : '', process.env.GW_ONE_NODE_ARGS ?? ''].join(' ').trim();
@@ -66,19 +64,9 @@ async function createTopic(gateway: string, name: string): Promise<void> {
   if (!(await waitUntil(async () => (await json(`${gateway}/readyz`)) === 200, 30_000, 100))) throw new Error('no leaders 30 s after creating the topic');
 }
 
+/** The benchmark's requests for `c` (100 B values, 100-record batches, 3 partitions). */
 async function requestsFor(topic: string, c: CaseName): Promise<CannonRequest[]> {
-  const path = `/v1/topics/${topic}/records?acks=${ACKS}`;
-  if (c !== 'protobuf100') {
-    const body = JSON.stringify({ records: Array.from({ length: c === 'single' ? 1 : 100 }, () => ({ value: VALUE })) });
-    return [{ method: 'POST', path, headers: { 'content-type': 'application/json' }, body }];
-  }
-  const batch = await buildBatch(Array.from({ length: 100 }, () => ({ value: VALUE })));
-  return [0, 1, 2].map((partition) => ({
-    method: 'POST',
-    path,
-    headers: { 'content-type': 'application/x-protobuf', accept: 'application/x-protobuf' },
-    body: Buffer.from(encodeMessage('ProduceRequest', { acks: ACKS === 'all' ? Acks.ALL : Acks.LEADER, timeoutMs: 30_000, topics: [{ name: topic, partitions: [{ partition, records: batch }] }] })),
-  }));
+  return (await gatewayRequests(topic, c, ACKS, { valueBytes: 100, batchRecords: 100, partitions: 3 })).requests;
 }
 
 const COUNTERS = ['edgeq_produce_latency_seconds_count', 'edgeq_log_append_batches_total', 'edgeq_fetch_responses_total'] as const;
