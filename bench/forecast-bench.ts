@@ -9,7 +9,8 @@
  * so that a run that is cut still leaves its figures.
  *
  * Options: --traces a,b (file names without .csv), --methods a,b, --dir (default
- * $EDGEQ_TRAFFIC_DIR, else ../shared/data/traffic from the repo root), --budget-ms, --seed, --out.
+ * $EDGEQ_TRAFFIC_DIR, else ../shared/data/traffic from the repo root), --budget-ms, --seed, --out,
+ * --peak-weight and --peak-quantile (the LSTM's point-path peak term, off by default).
  */
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { cpus, loadavg } from 'node:os';
@@ -30,6 +31,9 @@ const { values: args } = parseArgs({
     methods: { type: 'string' },
     'budget-ms': { type: 'string' },
     seed: { type: 'string' },
+    // The LSTM's point-path peak term (LstmOptions.peakWeight / peakQuantile); off by default.
+    'peak-weight': { type: 'string' },
+    'peak-quantile': { type: 'string' },
     out: { type: 'string', default: join(REPO_ROOT, 'bench/results/forecast.json') },
   },
 });
@@ -55,6 +59,12 @@ const seed = args.seed === undefined ? undefined : Number(args.seed);
 for (const [flag, v] of [['--budget-ms', budgetMs], ['--seed', seed]] as const) {
   if (v !== undefined && !(Number.isInteger(v) && v >= 0)) throw new Error(`${flag} must be a non-negative integer`);
 }
+
+/** LSTM options from the flags; the constructor refuses out-of-range values. */
+const lstmOptions = {
+  ...(args['peak-weight'] === undefined ? {} : { peakWeight: Number(args['peak-weight']) }),
+  ...(args['peak-quantile'] === undefined ? {} : { peakQuantile: Number(args['peak-quantile']) }),
+};
 
 const methods = args.methods === undefined ? [...METHODS] : args.methods.split(',').map((m) => m.trim()).filter((m) => m.length > 0);
 for (const m of methods) if (!(METHODS as readonly string[]).includes(m)) throw new Error(`unknown method ${m} (known: ${METHODS.join(', ')})`);
@@ -103,7 +113,7 @@ const startedAt = new Date().toISOString();
 async function createForecaster(name: string): Promise<Forecaster> {
   if (name === 'lstm') {
     const { LstmForecaster } = await import('../forecast/lstm/index.ts');
-    return new LstmForecaster();
+    return new LstmForecaster(lstmOptions);
   }
   return createBaseline(name);
 }
@@ -234,6 +244,7 @@ async function writeResults(partial: boolean): Promise<void> {
     trafficDir,
     traces: traceInfo,
     methods,
+    lstmOptions,
     rows,
     means: means(),
     selection: selection(),

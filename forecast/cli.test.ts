@@ -1,7 +1,7 @@
 // Proves `edgeq forecast backtest` runs the protocol for the baselines on a small CSV and prints
 // one parseable JSON document with their metrics and a selection, and that every bad input ends in
 // exit code 2 with a typed error (INVALID_DATA naming the line, or INVALID_ARGUMENT) on stderr.
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
@@ -121,10 +121,28 @@ describe('edgeq forecast backtest', () => {
     [['--season', '24', '--horizon', '2.5'], /--horizon must be a positive integer/],
     [['--season', '24', '--stride', '5'], /--stride must be 1 or 12/],
     [['--season', '24', '--methods', 'arima'], /unknown method/],
+    [['--season', '24', '--peak-weight', 'abc'], /--peak-weight must be a decimal number/],
+    [['--season', '24', '--peak-weight', '-1'], /--peak-weight must be a decimal number/],
+    [['--season', '24', '--peak-weight', '101'], /peakWeight must be a number from 0 to 100/],
+    [['--season', '24', '--peak-quantile', '1'], /peakQuantile must be a number between 0 and 1/],
   ])('bad flags %j: exit code 2, INVALID_ARGUMENT', async (flags, pattern) => {
     const r = await run(['forecast', 'backtest', '--csv', csv('good.csv'), ...flags]);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('INVALID_ARGUMENT');
     expect(r.stderr).toMatch(pattern);
+  });
+});
+
+describe('edgeq forecast train', () => {
+  it.each([
+    [['--peak-quantile', '0'], /peakQuantile must be a number between 0 and 1/],
+    [['--peak-weight', '1e3'], /--peak-weight must be a decimal number/],
+  ])('bad LSTM option %j: exit code 2, INVALID_ARGUMENT, no model folder', async (flags, pattern) => {
+    const out = join(dir, `model-${flags.join('')}`);
+    const r = await run(['forecast', 'train', '--csv', csv('good.csv'), '--season', String(SEASON), '--out', out, ...flags]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('INVALID_ARGUMENT');
+    expect(r.stderr).toMatch(pattern);
+    await expect(stat(out)).rejects.toMatchObject({ code: 'ENOENT' });
   });
 });

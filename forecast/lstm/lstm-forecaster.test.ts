@@ -4,7 +4,7 @@ import { isEdgeqError } from '../../src/core/index.ts';
 import { viewAt, type Forecast, type FitReport, type Series } from '../forecaster.ts';
 import { backendName } from '../runtime/index.ts';
 import { LstmForecaster } from './index.ts';
-import { noisyDailySine, syntheticHorizon, syntheticSeason, tinyOptions } from './synthetic.test-helper.ts';
+import { burstyDailySine, noisyDailySine, syntheticHorizon, syntheticSeason, tinyOptions } from './synthetic.test-helper.ts';
 
 const series: Series = noisyDailySine(40);
 const nTrain = Math.floor(0.8 * series.values.length);
@@ -95,5 +95,47 @@ describe('LstmForecaster', () => {
   it('refuses to forecast before fit or load (INVALID_MODEL)', async () => {
     const err = await new LstmForecaster().forecast([viewAt(series, nTrain)], syntheticHorizon).catch((e: unknown) => e);
     expect(isEdgeqError(err, 'INVALID_MODEL')).toBe(true);
+  });
+});
+
+describe('LstmForecaster with the point path peak term', () => {
+  const bursty = burstyDailySine(40);
+  const origins = testOrigins.map((o) => viewAt(bursty, o));
+
+  /** Fraction of origins whose forecast peak is under 90% of the actual peak (PROTOCOL.md §6). */
+  function peakUnder(forecasts: readonly Forecast[]): number {
+    let under = 0;
+    forecasts.forEach((f, k) => {
+      const actual = bursty.values.subarray(testOrigins[k]!, testOrigins[k]! + syntheticHorizon);
+      if (Math.max(...f.point) < 0.9 * Math.max(...actual)) under++;
+    });
+    return under / forecasts.length;
+  }
+
+  it('carries more of the window peaks than the plain median path', async () => {
+    const plain = new LstmForecaster(tinyOptions);
+    const peaked = new LstmForecaster({ ...tinyOptions, peakWeight: 2, peakQuantile: 0.7 });
+    for (const m of [plain, peaked]) await m.fit(viewAt(bursty, nTrain), fitOptions);
+    const [a, b] = [await plain.forecast(origins, syntheticHorizon), await peaked.forecast(origins, syntheticHorizon)];
+    expect(peaked.meta?.training).toMatchObject({ peakWeight: 2, peakQuantile: 0.7 });
+    expect(peakUnder(b)).toBeLessThan(peakUnder(a) - 0.2);
+  }, 60_000);
+
+  it.each([
+    [{ peakWeight: -1 }, /peakWeight/],
+    [{ peakWeight: Number.NaN }, /peakWeight/],
+    [{ peakWeight: 101 }, /peakWeight/],
+    [{ peakQuantile: 0 }, /peakQuantile/],
+    [{ peakQuantile: 1 }, /peakQuantile/],
+  ])('refuses %j as INVALID_ARGUMENT', (options, pattern) => {
+    const err = (() => {
+      try {
+        return new LstmForecaster(options);
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(isEdgeqError(err, 'INVALID_ARGUMENT')).toBe(true);
+    expect((err as Error).message).toMatch(pattern);
   });
 });

@@ -9,7 +9,7 @@ import type { FitOptions, FitReport, Forecast, Forecaster, SeriesView } from '..
 import { loadTf, type Tf } from '../runtime/index.ts';
 import { denseFeatureCount, historySteps, inverse, seqFeatureCount, writeInputs, zReader, type FeatureSpec, type NormStats } from './features.ts';
 import { loadModelFolder, modelFormatVersion, modelKind, saveModelFolder, type ModelMeta } from './model-store.ts';
-import { defaultLstmOptions, weeklyLagWindowsMin, type LstmOptions } from './options.ts';
+import { defaultLstmOptions, peakWeightMax, weeklyLagWindowsMin, type LstmOptions } from './options.ts';
 import type { ModelArtifactsLite } from './train.ts';
 import { splitWindows } from './windows.ts';
 import { trainInWorker } from './worker-client.ts';
@@ -60,6 +60,13 @@ export class LstmForecaster implements Forecaster {
 
   constructor(options: Partial<LstmOptions> = {}) {
     this.options = { ...defaultLstmOptions, ...options };
+    const { peakWeight, peakQuantile } = this.options;
+    if (!(Number.isFinite(peakWeight) && peakWeight >= 0 && peakWeight <= peakWeightMax)) {
+      throw new EdgeqError('INVALID_ARGUMENT', `peakWeight must be a number from 0 to ${peakWeightMax}, got ${String(peakWeight)}`, { details: { peakWeight } });
+    }
+    if (!(Number.isFinite(peakQuantile) && peakQuantile > 0 && peakQuantile < 1)) {
+      throw new EdgeqError('INVALID_ARGUMENT', `peakQuantile must be a number between 0 and 1 (exclusive), got ${String(peakQuantile)}`, { details: { peakQuantile } });
+    }
   }
 
   /** Steps of history a forecast needs: known after fit/load; before, the LSTM's input window. */
@@ -95,6 +102,8 @@ export class LstmForecaster implements Forecaster {
       batchSize: this.options.batchSize,
       learningRate: this.options.learningRate,
       validationFraction: this.options.validationFraction,
+      peakWeight: this.options.peakWeight,
+      peakQuantile: this.options.peakQuantile,
     };
     const t0 = Date.now();
     const result = await trainInWorker({

@@ -43,13 +43,37 @@ export function buildModel(tf: Tf, features: FeatureSpec, net: NetworkSpec, seed
   return tf.model({ inputs: [seqIn, denseIn], outputs: out, name: 'edgeq_lstm' });
 }
 
-/** Mean pinball (quantile) loss of predictions [B, Q*H] against targets [B, H]. */
-export function pinballLoss(tf: Tf, quantiles: readonly number[], horizon: number, target: Tensor, predicted: Tensor): Tensor {
+/**
+ * The point path's peak term: the window maximum of the point quantile's path scored against the
+ * window maximum of the targets with pinball loss at `quantile`, weighted by `weight` (0 = off).
+ * A median path's maximum sits below the maximum of the noisy actuals it tracks, and a pre-scaler
+ * provisions for the maximum of the path; this term teaches the path to carry the window's peak.
+ * Both maxima commute with the (monotone, per-window affine after log1p) normalisation.
+ */
+export interface PeakTerm {
+  readonly weight: number;
+  readonly quantile: number;
+}
+
+/** Pinball loss of values [B, ...] against targets of the same shape at quantile(s) `tau`. */
+function pinball(tf: Tf, err: Tensor, tau: Tensor | number): Tensor {
+  return tf.maximum(err.mul(tau), err.mul(tf.scalar(1).sub(tau)).neg());
+}
+
+/**
+ * Mean pinball (quantile) loss of predictions [B, Q*H] against targets [B, H], plus the peak term
+ * on the middle (point) quantile's path when its weight is above 0.
+ */
+export function pinballLoss(tf: Tf, quantiles: readonly number[], horizon: number, target: Tensor, predicted: Tensor, peak?: PeakTerm): Tensor {
   return tf.tidy(() => {
     const q = quantiles.length;
     const pred = predicted.reshape([-1, q, horizon]);
     const err = target.reshape([-1, 1, horizon]).sub(pred);
     const tau = tf.tensor3d(Float32Array.from(quantiles), [1, q, 1]);
-    return tf.maximum(err.mul(tau), err.mul(tau.sub(1))).mean();
+    const base = pinball(tf, err, tau).mean();
+    if (peak === undefined || peak.weight <= 0) return base;
+    const pointPath = pred.slice([0, Math.floor(q / 2), 0], [-1, 1, horizon]).reshape([-1, horizon]);
+    const peakErr = target.max(1).sub(pointPath.max(1));
+    return base.add(pinball(tf, peakErr, peak.quantile).mean().mul(peak.weight));
   });
 }

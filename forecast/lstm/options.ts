@@ -22,6 +22,10 @@ export interface LstmOptions {
   readonly levelInputs: boolean;
   /** Quantiles predicted (pinball loss); the middle one is the point forecast, the last one `p90`. */
   readonly quantiles: readonly [number, number, number];
+  /** Weight of the point path's peak term in the loss (model.ts `PeakTerm`; 0 = plain pinball). */
+  readonly peakWeight: number;
+  /** Quantile the point path's window maximum is trained to, against the actual window maximum. */
+  readonly peakQuantile: number;
   /** Hard cap on training epochs (the reference runs are bounded by it, not by the clock). */
   readonly epochsMax: number;
   /** Epochs without a better validation loss before stopping early. */
@@ -50,6 +54,8 @@ export const defaultLstmOptions: LstmOptions = {
   logTransform: true,
   levelInputs: true,
   quantiles: [0.1, 0.5, 0.9],
+  peakWeight: 0,
+  peakQuantile: 0.5,
   epochsMax: 30,
   patienceEpochs: 6,
   trainBudgetMs: 240_000,
@@ -59,6 +65,9 @@ export const defaultLstmOptions: LstmOptions = {
   validationFraction: 0.1,
   seed: 42,
 };
+
+/** Largest accepted `peakWeight`: beyond it the peak term drowns the per-step loss entirely. */
+export const peakWeightMax = 100;
 
 /** Fewest training windows (after the validation split) worth training on at all. */
 export const trainWindowsMin = 64;

@@ -18,6 +18,14 @@ export function noisyDailySine(days: number, seed = 7): Series {
   return { name: 'synthetic-sine', timestamps, values };
 }
 
+/** The daily sine with bursts: each step, with probability 0.2, 20..80 above the curve (seeded). */
+export function burstyDailySine(days: number, seed = 11): Series {
+  const base = noisyDailySine(days, seed);
+  const random = seededRandom(seed + 1);
+  const values = Float64Array.from(base.values, (y) => (random() < 0.2 ? y + 20 + 60 * random() : y));
+  return { ...base, name: 'synthetic-bursty-sine', values };
+}
+
 /** Options that train in a few seconds on the synthetic series. */
 export const tinyOptions: Partial<LstmOptions> = {
   windowSteps: 8,

@@ -14,7 +14,7 @@ import { seededRandom } from '../../src/core/index.ts';
 import { buildSamples, epochSample, splitWindows, type SampleArrays } from './windows.ts';
 
 /** Training bounds and optimiser settings: the options of that name (documented there). */
-export type TrainBounds = Pick<LstmOptions, 'epochsMax' | 'patienceEpochs' | 'trainBudgetMs' | 'windowsPerEpochMax' | 'batchSize' | 'learningRate' | 'validationFraction'>;
+export type TrainBounds = Pick<LstmOptions, 'epochsMax' | 'patienceEpochs' | 'trainBudgetMs' | 'windowsPerEpochMax' | 'batchSize' | 'learningRate' | 'validationFraction' | 'peakWeight' | 'peakQuantile'>;
 
 /** What the worker receives. */
 export interface TrainRequest {
@@ -96,8 +96,9 @@ export async function train(req: TrainRequest): Promise<TrainResult> {
   const optimizer = tf.train.adam(bounds.learningRate);
   const random = seededRandom(req.seed);
   const rowIndex = Int32Array.from({ length: split.train.length }, (_, i) => i);
+  const peak = { weight: bounds.peakWeight, quantile: bounds.peakQuantile };
   const lossOf = (x: Tensor[], y: Tensor, training: boolean): Tensor =>
-    pinballLoss(tf, req.network.quantiles, spec.horizon, y, model.apply(x, { training }) as Tensor);
+    pinballLoss(tf, req.network.quantiles, spec.horizon, y, model.apply(x, { training }) as Tensor, peak);
 
   let best = { loss: Infinity, epoch: 0, weights: [] as Tensor[] };
   const history: number[] = [];

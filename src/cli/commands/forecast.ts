@@ -37,6 +37,29 @@ function integerFlag(flag: string, raw: string, min = 1): number {
   return value;
 }
 
+/** Parses a flag that must be a plain decimal number (range checks are the consumer's). */
+function numberFlag(flag: string, raw: string): number {
+  const value = /^\d+(\.\d+)?$/.test(raw.trim()) ? Number(raw.trim()) : Number.NaN;
+  if (!Number.isFinite(value)) throw new EdgeqError('INVALID_ARGUMENT', `${flag} must be a decimal number, got "${raw}"`, { details: { flag, value: raw } });
+  return value;
+}
+
+/** The LSTM's point-path peak term (LstmOptions.peakWeight / peakQuantile) from the flags. */
+interface PeakFlags {
+  peakWeight?: string;
+  peakQuantile?: string;
+}
+
+function lstmOptionsFrom(opts: PeakFlags): LstmOptionsLite {
+  return {
+    ...(opts.peakWeight === undefined ? {} : { peakWeight: numberFlag('--peak-weight', opts.peakWeight) }),
+    ...(opts.peakQuantile === undefined ? {} : { peakQuantile: numberFlag('--peak-quantile', opts.peakQuantile) }),
+  };
+}
+
+const peakWeightHelp = "weight of the LSTM point path's peak term (0 = off, the default; up to 100)";
+const peakQuantileHelp = "quantile of the actual window peak the LSTM point path's peak is trained to (0..1, default 0.5)";
+
 function strideFlag(raw: string): 1 | 12 {
   const stride = integerFlag('--stride', raw);
   if (stride !== 1 && stride !== 12) throw new EdgeqError('INVALID_ARGUMENT', `--stride must be 1 or 12, got "${raw}"`, { details: { flag: '--stride', value: raw } });
@@ -59,9 +82,15 @@ interface LstmModel extends Forecaster {
   save(dir: string): Promise<void>;
 }
 
+/** The LSTM options these commands set (the constructor checks their ranges). */
+interface LstmOptionsLite {
+  readonly peakWeight?: number;
+  readonly peakQuantile?: number;
+}
+
 /** The LSTM module's export these commands need. */
 interface LstmModule {
-  readonly LstmForecaster: { new (): LstmModel; load(dir: string): Promise<LstmModel> };
+  readonly LstmForecaster: { new (options?: LstmOptionsLite): LstmModel; load(dir: string): Promise<LstmModel> };
 }
 
 async function loadLstmModule(): Promise<LstmModule> {
@@ -69,8 +98,8 @@ async function loadLstmModule(): Promise<LstmModule> {
 }
 
 /** A new, unfitted forecaster by its report name. */
-async function createForecaster(name: string): Promise<Forecaster> {
-  if (name === 'lstm') return new (await loadLstmModule()).LstmForecaster();
+async function createForecaster(name: string, lstmOptions: LstmOptionsLite): Promise<Forecaster> {
+  if (name === 'lstm') return new (await loadLstmModule()).LstmForecaster(lstmOptions);
   return createBaseline(name);
 }
 
@@ -97,14 +126,17 @@ export function registerForecastCommands(program: Command): void {
     .requiredOption('--out <dir>', 'folder to save the model to')
     .option('--budget-ms <ms>', 'wall-clock training budget')
     .option('--seed <n>', 'seed for anything random')
-    .action(async (opts: { csv: string; season: string; horizon: string; out: string; budgetMs?: string; seed?: string }) => {
+    .option('--peak-weight <w>', peakWeightHelp)
+    .option('--peak-quantile <q>', peakQuantileHelp)
+    .action(async (opts: { csv: string; season: string; horizon: string; out: string; budgetMs?: string; seed?: string } & PeakFlags) => {
       const season = integerFlag('--season', opts.season);
       const horizon = integerFlag('--horizon', opts.horizon);
       const budgetMs = opts.budgetMs === undefined ? undefined : integerFlag('--budget-ms', opts.budgetMs);
       const seed = opts.seed === undefined ? undefined : integerFlag('--seed', opts.seed, 0);
+      const lstmOptions = lstmOptionsFrom(opts);
       const series = await readSeriesCsv(opts.csv);
       const { LstmForecaster } = await loadLstmModule();
-      const model = new LstmForecaster();
+      const model = new LstmForecaster(lstmOptions);
       requireRows(series, model.window + horizon, 'one window plus the horizon');
       const n = series.values.length;
       progress(`training lstm on ${n} rows of ${opts.csv} (season ${season}, horizon ${horizon})`);
@@ -162,14 +194,20 @@ export function registerForecastCommands(program: Command): void {
     .option('--methods <list>', `comma-separated methods (${FORECAST_METHODS.join(',')})`, FORECAST_METHODS.join(','))
     .option('--budget-ms <ms>', 'wall-clock training budget of the LSTM')
     .option('--seed <n>', 'seed for anything random')
+    .option('--peak-weight <w>', peakWeightHelp)
+    .option('--peak-quantile <q>', peakQuantileHelp)
     .option('--json', 'print one JSON document', false)
-    .action(async (opts: { csv: string; season: string; horizon: string; stride: string; methods: string; budgetMs?: string; seed?: string; json: boolean }) => {
+    .action(async (opts: { csv: string; season: string; horizon: string; stride: string; methods: string; budgetMs?: string; seed?: string; json: boolean } & PeakFlags) => {
       const season = integerFlag('--season', opts.season);
       const horizon = integerFlag('--horizon', opts.horizon);
       const stride = strideFlag(opts.stride);
       const methods = methodsFlag(opts.methods);
       const budgetMs = opts.budgetMs === undefined ? undefined : integerFlag('--budget-ms', opts.budgetMs);
       const seed = opts.seed === undefined ? undefined : integerFlag('--seed', opts.seed, 0);
+      // Every forecaster is built (and its options checked) before anything is read or trained.
+      const lstmOptions = lstmOptionsFrom(opts);
+      const forecasters = [];
+      for (const method of methods) forecasters.push(await createForecaster(method, lstmOptions));
       const series = await readSeriesCsv(opts.csv);
       const options = { season, horizon, stride, ...(budgetMs === undefined ? {} : { budgetMs }), ...(seed === undefined ? {} : { seed }) };
       // Checks the split before any training, so a short file fails fast with INVALID_DATA.
@@ -177,9 +215,9 @@ export function registerForecastCommands(program: Command): void {
       const gaps = findGaps(series);
       if (gaps.length > 0) progress(`${gaps.length} gap(s) kept as-is, each row one step (PROTOCOL.md §1): lines ${gaps.map((g) => g.line).join(', ')}`);
       const results: BacktestResult[] = [];
-      for (const method of methods) {
-        const result = await backtest(series, await createForecaster(method), options);
-        progress(`${method} stride ${stride}: MASE ${fixed(result.mase, 4)}, sMAPE ${fixed(result.smape, 2)}%, peak capture ${fixed(result.peakCapture, 3)} over ${result.origins} origins`);
+      for (const forecaster of forecasters) {
+        const result = await backtest(series, forecaster, options);
+        progress(`${forecaster.name} stride ${stride}: MASE ${fixed(result.mase, 4)}, sMAPE ${fixed(result.smape, 2)}%, peak capture ${fixed(result.peakCapture, 3)} over ${result.origins} origins`);
         results.push(result);
       }
       const selected = selectBest(results);
