@@ -22,7 +22,10 @@ export interface LstmOptions {
   readonly levelInputs: boolean;
   /** Quantiles predicted (pinball loss); the middle one is the point forecast, the last one `p90`. */
   readonly quantiles: readonly [number, number, number];
-  /** Weight of the point path's peak term in the loss (model.ts `PeakTerm`; 0 = plain pinball). */
+  /**
+   * Weight of the point path's peak term in the loss (model.ts `PeakTerm`; 0 = plain pinball). Above 0
+   * the point path is no longer a pure median: its highest step may sit above the P90 there.
+   */
   readonly peakWeight: number;
   /** Quantile the point path's window maximum is trained to, against the actual window maximum. */
   readonly peakQuantile: number;
