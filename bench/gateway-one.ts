@@ -86,6 +86,18 @@ async function counters(metricsUrls: readonly string[]): Promise<Record<(typeof 
   return out;
 }
 
+/** Garbage collections per kind (count, seconds) of the process behind each /metrics URL. */
+async function gcStats(metricsUrls: readonly string[]): Promise<Record<string, number>[]> {
+  return Promise.all(
+    metricsUrls.map(async (url) => {
+      const text = await (await fetch(url, { signal: AbortSignal.timeout(10_000) })).text();
+      const out: Record<string, number> = {};
+      for (const m of text.matchAll(/^nodejs_gc_duration_seconds_(count|sum)\{[^}]*kind="(\w+)"[^}]*\} (\S+)$/gm)) out[`${m[2]}${m[1] === 'count' ? 'Count' : 'Sec'}`] = Number(m[3]);
+      return out;
+    }),
+  );
+}
+
 const dir = await mkdtemp(join(tmpdir(), 'edgeq-gw-one-'));
 const base = await freeRange(12);
 if (nodeArgs) process.env.EDGEQ_CHILD_NODE_ARGS = nodeArgs;
@@ -109,11 +121,14 @@ try {
   if (IDLE_SECONDS > 0) await new Promise((r) => setTimeout(r, IDLE_SECONDS * 1000));
   await cannon({ url: gateway, requests, connections: CONNECTIONS, pipelining: 1, durationSec: 2 });
   const processes = ready.processes.filter((p) => p.name === 'gateway' || p.name.startsWith('broker-'));
+  const gcUrls = [`${gateway}/metrics`, ...ready.metrics];
+  const gc0 = await gcStats(gcUrls);
   const c0 = await counters(ready.metrics);
   const cpu0 = processes.map((p) => readCpu([p.pid]));
   const run = await cannon({ url: gateway, requests, connections: CONNECTIONS, pipelining: 1, durationSec: SECONDS });
   const cpu1 = processes.map((p) => readCpu([p.pid]));
   const c1 = await counters(ready.metrics);
+  const gc1 = await gcStats(gcUrls);
   const per = (n: number) => (run.completed > 0 ? Math.round((n / run.completed) * 1000) / 1000 : null);
   const result = {
     case: CASE,
@@ -125,6 +140,10 @@ try {
     p99Ms: run.p99Ms,
     bad: run.non2xx + run.errors + run.timeouts,
     cpuMsPerReq: Object.fromEntries(processes.map((p, i) => [p.name, per(cpuDeltaMs(cpu0[i]!, cpu1[i]!) ?? NaN)])),
+    // GC over the measured run: per process (gateway, then the brokers in /metrics order), per kind.
+    gcDuringRun: gc1.map((after, i) =>
+      Object.fromEntries(Object.entries(after).map(([k, v]) => [k, Math.round((v - (gc0[i]?.[k] ?? 0)) * 1000) / 1000])),
+    ),
     perHttpRequest: {
       produceRequests: per(c1.edgeq_produce_latency_seconds_count - c0.edgeq_produce_latency_seconds_count),
       storedBatches: per(c1.edgeq_log_append_batches_total - c0.edgeq_log_append_batches_total),

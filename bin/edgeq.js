@@ -1,4 +1,4 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --no-memory-reducer --no-incremental-marking
 // The `edgeq` command. The sources are TypeScript run through tsx's loader, so there is no build
 // step between a change and a run; the process that runs is this one (no wrapper processes).
 import { setFlagsFromString } from 'node:v8';
@@ -11,5 +11,10 @@ import { register } from 'tsx/esm/api';
 // deployment was also faster without it on every case of the gateway benchmark). Set before any
 // of our code runs, so no allocation site has feedback yet.
 setFlagsFromString('--no-allocation-site-pretenuring');
+// V8's memory reducer and incremental marking cannot be turned off from here (V8 decides them when
+// it sets up the heap), so those flags are on the shebang line above and `edgeq dev` passes them
+// to every service it starts; run a service by hand as
+// `node --no-memory-reducer --no-incremental-marking bin/edgeq.js broker …`
+// (src/cli/supervisor.ts, serviceNodeFlags, says why).
 register();
 await import('../src/cli/main.ts');

@@ -50,7 +50,7 @@ export class Supervisor {
 
   /** Starts a child and resolves with its listening line once it printed it. */
   async start(spec: ChildSpec, restarts: number[] = []): Promise<Record<string, unknown>> {
-    const child = spawn(process.execPath, [...childNodeArgs(), BIN, ...spec.args], {
+    const child = spawn(process.execPath, [...serviceNodeFlags, ...childNodeArgs(), BIN, ...spec.args], {
       env: { ...process.env, ...spec.env },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
@@ -130,6 +130,30 @@ export class Supervisor {
     this.children.clear();
   }
 }
+
+/**
+ * Node.js flags every supervised service runs with. They must be on the command line: V8 decides
+ * them when it sets up the heap, so `v8.setFlagsFromString` in bin/edgeq.js comes too late (tried:
+ * no effect). Both were found with `npm run profile:gateway`, which reports each process's GCs by
+ * kind over the measured run; figures are protobuf batches of 100 records, acks=1, 2 cores.
+ *
+ * - `--no-memory-reducer`: when a process has allocated little for ~8 s, V8's memory reducer runs
+ *   full GCs to shrink the heap and leaves the old-generation limit barely above the live size.
+ *   When load came back, every process of the cell ran a mark-compact every ~70 ms (24 MB heaps,
+ *   84-124 in 10 s), the longer the idle the worse: 5,600 req/s after 5 s idle, 3,000 after 25 s,
+ *   2,200 after 60 s; with the flag 4,600 after 40 s, and the gateway ran no major GC.
+ * - `--no-incremental-marking`: after a stretch of JSON batches the brokers' V8 kept starting
+ *   incremental marking from its task with half the old-generation limit still free, and ran a
+ *   mark-compact every 50-100 ms (100-135 in 10 s): 3,300 req/s and 0.10-0.18 ms of broker CPU per
+ *   request; without incremental marking 5,400 req/s, 0.07 ms and 1-2 major GCs. The brokers' heaps
+ *   are tens of MB (records live in buffers outside the heap), so an atomic full GC pauses for
+ *   milliseconds; the produce p99 fell (42 to 18 ms in `npm run bench:gateway`).
+ *
+ * A broker is a long-running server whose load comes and goes; both defaults trade throughput for
+ * a smaller footprint that it does not need. `nodejs_gc_duration_seconds` in /metrics shows the
+ * pauses.
+ */
+export const serviceNodeFlags: readonly string[] = ['--no-memory-reducer', '--no-incremental-marking'];
 
 /**
  * Extra Node.js flags for every child, from EDGEQ_CHILD_NODE_ARGS (whitespace-separated): how to

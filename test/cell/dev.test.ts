@@ -2,6 +2,7 @@
 // an arbiter and three brokers and says where they are; a broker killed with SIGKILL is restarted
 // by the supervisor and rejoins; SIGTERM stops every process (no orphans); starting again on the
 // same data folder brings the topic and its records back.
+import { readFile } from 'node:fs/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/index.ts';
 import { eventually } from '../helpers/cell.ts';
@@ -18,6 +19,12 @@ describe('edgeq dev', () => {
     let ready = await dev.ready;
     expect(ready.processes.map((p) => p.name).sort()).toEqual(['arbiter', 'broker-1', 'broker-2', 'broker-3', 'gateway']);
     expect(ready.gateway).toBe(`http://127.0.0.1:${base + 4}`);
+    // Every service runs with the V8 flags of supervisor.ts (serviceNodeFlags), which only work on the command line.
+    for (const p of ready.processes) {
+      const argv = (await readFile(`/proc/${p.pid}/cmdline`, 'utf8')).split('\0');
+      const script = argv.findIndex((a) => a.endsWith('bin/edgeq.js'));
+      expect(argv.slice(1, script), `${p.name}'s node flags`).toEqual(expect.arrayContaining(['--no-memory-reducer', '--no-incremental-marking']));
+    }
     expect((await fetch(`${ready.gateway}/healthz`)).status).toBe(200);
     // Every broker serves its Prometheus metrics.
     for (const url of ready.metrics) expect(await (await fetch(url)).text()).toContain('edgeq_produce_records_total');
