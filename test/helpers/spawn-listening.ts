@@ -5,6 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { serviceNodeFlags } from '../../src/cli/supervisor.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/edgeq.js', import.meta.url));
 /** tsx compiles the sources on first run, which takes a few seconds on 2 cores. */
@@ -23,7 +24,8 @@ export interface EdgeqProcess {
 
 /** Runs `edgeq <args>` and resolves once it printed `{"event":"listening","port":…}`. */
 export function spawnListening(name: string, args: string[], options: { env?: Record<string, string>; startTimeoutMs?: number } = {}): Promise<EdgeqProcess> {
-  const child = spawn(process.execPath, [BIN, ...args], {
+  // The V8 flags `edgeq dev` gives its services, so tests and benchmarks run brokers as deployed.
+  const child = spawn(process.execPath, [...serviceNodeFlags, BIN, ...args], {
     env: { ...process.env, EDGEQ_LOG_LEVEL: process.env.EDGEQ_LOG_LEVEL ?? 'warn', ...options.env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
