@@ -7,9 +7,12 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/index.ts';
 import { eventually } from '../helpers/cell.ts';
 import { cleanupTempDirs, tempDir } from '../helpers/tmp.ts';
-import { alive, freeRange, startDev } from '../helpers/dev-process.ts';
+import { alive, freeRange, startDev, stopAllDevs } from '../helpers/dev-process.ts';
 
-afterAll(cleanupTempDirs);
+afterAll(async () => {
+  await stopAllDevs();
+  await cleanupTempDirs();
+});
 
 describe('edgeq dev', () => {
   it('runs a supervised cell, restarts a killed broker, stops cleanly and keeps data across restarts', async () => {

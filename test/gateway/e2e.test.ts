@@ -8,10 +8,13 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { buildBatch } from '../../src/log/index.ts';
 import { Acks, encodeMessage } from '../../src/protocol/index.ts';
 import { eventually } from '../helpers/cell.ts';
-import { freeRange, startDev } from '../helpers/dev-process.ts';
+import { freeRange, startDev, stopAllDevs } from '../helpers/dev-process.ts';
 import { cleanupTempDirs, tempDir } from '../helpers/tmp.ts';
 
-afterAll(cleanupTempDirs);
+afterAll(async () => {
+  await stopAllDevs();
+  await cleanupTempDirs();
+});
 
 interface CellView {
   brokers: { id: number; pid: number; alive: boolean }[];
