@@ -317,11 +317,11 @@ export class RecordAccumulator {
    * queue in creation order, so each queue is read from its head only until the first one still
    * in time: the sender calls this on every turn, and it must not walk every queued batch.
    */
-  removeExpired(expired: (b: ProducerBatch) => boolean): ProducerBatch[] {
+  removeExpired(createdAtOrBeforeMs: number): ProducerBatch[] {
     const out: ProducerBatch[] = [];
     if (this.batchCount === 0) return out;
     for (const [key, q] of this.queues) {
-      while (q.batches.length > 0 && expired(q.batches[0]!)) {
+      while (q.batches.length > 0 && q.batches[0]!.createdMs <= createdAtOrBeforeMs) {
         out.push(q.batches.shift()!);
         this.batchCount--;
       }
@@ -346,12 +346,17 @@ export class RecordAccumulator {
 
 /** Estimated bytes a record takes in a batch: its payload plus the varint framing (≤ 5 bytes per field). */
 export function estimateRecordBytes(record: RecordInput): number {
-  const size = (v: Buffer | string | null | undefined): number =>
-    v === null || v === undefined ? 0 : typeof v === 'string' ? Buffer.byteLength(v, 'utf8') : v.length;
   let headers = 0;
   if (record.headers) {
     const pairs = Array.isArray(record.headers) ? record.headers.map((h) => [h.key, h.value] as const) : Object.entries(record.headers);
-    for (const [k, v] of pairs) headers += Buffer.byteLength(k, 'utf8') + size(v) + 10;
+    for (const [k, v] of pairs) headers += Buffer.byteLength(k, 'utf8') + valueBytes(v) + 10;
   }
-  return 21 + size(record.key) + size(record.value) + headers;
+  return 21 + valueBytes(record.key) + valueBytes(record.value) + headers;
+}
+
+// At module level, not a closure in estimateRecordBytes: tsx compiles with esbuild's keepNames,
+// which names every named closure with Object.defineProperty each time it is created, and
+// estimateRecordBytes runs once per record sent.
+function valueBytes(v: Buffer | string | null | undefined): number {
+  return v === null || v === undefined ? 0 : typeof v === 'string' ? Buffer.byteLength(v, 'utf8') : v.length;
 }

@@ -507,19 +507,21 @@ export class Producer {
    * with their answer or request timeout.
    */
   private expireWaiting(now: number): void {
-    const expired = (b: ProducerBatch) => now - b.createdMs >= this.deliveryTimeoutMs;
+    // A cutoff, not a predicate closure: this runs on every wake of the sender, and tsx's keepNames
+    // makes creating a named closure an Object.defineProperty call.
+    const cutoff = now - this.deliveryTimeoutMs;
     for (const s of this.partitions.values()) {
       if (s.retries.length === 0) continue;
-      const dead = s.retries.filter(expired);
+      const dead = s.retries.filter((b) => b.createdMs <= cutoff);
       if (dead.length === 0) continue;
-      s.retries = s.retries.filter((b) => !expired(b));
+      s.retries = s.retries.filter((b) => b.createdMs > cutoff);
       for (const b of dead) {
         // A batch that went out may have been written: later sequences must start over.
         if (this.idempotent && b.attempts > 0) this.epochResetNeeded = true;
         this.finish(b, new EdgeqError('REQUEST_TIMED_OUT', `${b.topic}/${b.partition}: not acknowledged within deliveryTimeoutMs ${this.deliveryTimeoutMs}`, { details: { topic: b.topic, partition: b.partition } }), -1);
       }
     }
-    for (const b of this.accumulator.removeExpired(expired)) {
+    for (const b of this.accumulator.removeExpired(cutoff)) {
       this.finish(b, new EdgeqError('REQUEST_TIMED_OUT', `${b.topic}/${b.partition}: not sent within deliveryTimeoutMs ${this.deliveryTimeoutMs}`, { details: { topic: b.topic, partition: b.partition } }), -1);
     }
   }
