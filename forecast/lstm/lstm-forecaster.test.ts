@@ -128,13 +128,12 @@ describe('LstmForecaster with the point path peak term', () => {
     [{ peakQuantile: 0 }, /peakQuantile/],
     [{ peakQuantile: 1 }, /peakQuantile/],
   ])('refuses %j as INVALID_ARGUMENT', (options, pattern) => {
-    const err = (() => {
-      try {
-        return new LstmForecaster(options);
-      } catch (e) {
-        return e;
-      }
-    })();
+    let err: unknown;
+    try {
+      new LstmForecaster(options);
+    } catch (e) {
+      err = e;
+    }
     expect(isEdgeqError(err, 'INVALID_ARGUMENT')).toBe(true);
     expect((err as Error).message).toMatch(pattern);
   });

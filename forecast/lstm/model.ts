@@ -55,7 +55,7 @@ export interface PeakTerm {
   readonly quantile: number;
 }
 
-/** Pinball loss of values [B, ...] against targets of the same shape at quantile(s) `tau`. */
+/** Pinball loss of errors (target - prediction) at quantile(s) `tau` (a number, or a tensor that broadcasts). */
 function pinball(tf: Tf, err: Tensor, tau: Tensor | number): Tensor {
   return tf.maximum(err.mul(tau), err.mul(tf.scalar(1).sub(tau)).neg());
 }

@@ -147,7 +147,7 @@ export class Supervisor {
  *   mark-compact every 50-100 ms (100-135 in 10 s): 3,300 req/s and 0.10-0.18 ms of broker CPU per
  *   request; without incremental marking 5,400 req/s, 0.07 ms and 1-2 major GCs. The brokers' heaps
  *   are tens of MB (records live in buffers outside the heap), so an atomic full GC pauses for
- *   milliseconds; the produce p99 fell (42 to 18 ms in `npm run bench:gateway`).
+ *   milliseconds; the protobuf produce p99 fell (42 to 18-22 ms in `npm run bench:gateway`).
  *
  * A broker is a long-running server whose load comes and goes; both defaults trade throughput for
  * a smaller footprint that it does not need. `nodejs_gc_duration_seconds` in /metrics shows the
