@@ -24,7 +24,8 @@ export interface LstmOptions {
   readonly quantiles: readonly [number, number, number];
   /**
    * Weight of the point path's peak term in the loss (model.ts `PeakTerm`; 0 = plain pinball). Above 0
-   * the point path is no longer a pure median: its highest step may sit above the P90 there.
+   * the point path is no longer a pure median; where its raised step passes the P90, the per-step
+   * sort of the quantiles (P10 <= point <= P90) swaps the two.
    */
   readonly peakWeight: number;
   /** Quantile the point path's window maximum is trained to, against the actual window maximum. */
