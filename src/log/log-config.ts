@@ -61,14 +61,15 @@ export const LOG_DEFAULTS: Readonly<LogConfig> = Object.freeze({
 /** Fills defaults and checks every field and the relations between them. */
 export function resolveLogConfig(partial: Partial<LogConfig> = {}): LogConfig {
   const c: LogConfig = { ...LOG_DEFAULTS, ...partial };
-  const positive = (key: keyof LogConfig, max = Number.MAX_SAFE_INTEGER): void => {
+  const integer = (key: keyof LogConfig, min: number, max: number): void => {
     const v = c[key];
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > max) {
-      throw new EdgeqError('INVALID_CONFIG', `log.${key} must be an integer in [1, ${max}], got ${String(v)}`, {
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
+      throw new EdgeqError('INVALID_CONFIG', `log.${key} must be an integer in [${min}, ${max}], got ${String(v)}`, {
         details: { key: `log.${key}` },
       });
     }
   };
+  const positive = (key: keyof LogConfig, max = Number.MAX_SAFE_INTEGER): void => integer(key, 1, max);
   positive('segmentBytesMax', 2 ** 32 - 1);
   positive('segmentMsMax');
   positive('indexIntervalBytes');
@@ -78,11 +79,7 @@ export function resolveLogConfig(partial: Partial<LogConfig> = {}): LogConfig {
   positive('appendQueueBytesMax');
   positive('writeGroupBytesMax');
   positive('writeGroupBatchesMax', 1024);
-  if (!Number.isInteger(c.tailCacheBytesMax) || c.tailCacheBytesMax < 0 || c.tailCacheBytesMax > 2 ** 31 - 1) {
-    throw new EdgeqError('INVALID_CONFIG', `log.tailCacheBytesMax must be an integer in [0, ${2 ** 31 - 1}], got ${String(c.tailCacheBytesMax)}`, {
-      details: { key: 'log.tailCacheBytesMax' },
-    });
-  }
+  integer('tailCacheBytesMax', 0, 2 ** 31 - 1);
   for (const key of ['retentionMs', 'retentionBytes'] as const) {
     if (!Number.isInteger(c[key]) || (c[key] < 1 && c[key] !== -1)) {
       throw new EdgeqError('INVALID_CONFIG', `log.${key} must be a positive integer or -1, got ${c[key]}`, {
