@@ -16,7 +16,7 @@
  * (InitProducerId with its id and epoch) and renumbers what is still queued from 0.
  */
 import { EdgeqError, silentLogger, systemClock, toEdgeqError, type Clock, type Logger, type TimerHandle } from '../core/index.ts';
-import { buildBatch, CompressionCodec, stampProducer, stampProducerInPlace, validateBatchHeader, type BatchHeader, type CompressionName, type RecordInput } from '../log/index.ts';
+import { buildBatch, checkBatchSize, CompressionCodec, stampProducer, stampProducerInPlace, validateBatchHeader, type BatchHeader, type CompressionName, type RecordInput } from '../log/index.ts';
 import { Acks, errorOf, type AcksValue, type ProduceRequest, type ProduceResponse } from '../protocol/index.ts';
 import { estimateRecordBytes, ProducerBatch, RecordAccumulator, type RecordMetadata } from './accumulator.ts';
 import { BufferBudget, type BufferFullPolicy } from './buffer-budget.ts';
@@ -291,9 +291,7 @@ export class Producer {
    */
   async sendBatch(topic: string, partition: number, batch: Buffer, options: { validatedHeader?: BatchHeader } = {}): Promise<RecordMetadata> {
     if (this.closing) throw new EdgeqError('CONNECTION_CLOSED', 'the producer is closed', { retriable: false });
-    if (options.validatedHeader && batch.length > this.recordBytesMax) {
-      throw new EdgeqError('MESSAGE_TOO_LARGE', `batch of ${batch.length} bytes is over ${this.recordBytesMax}`, { details: { sizeBytes: batch.length, messageBytesMax: this.recordBytesMax } });
-    }
+    if (options.validatedHeader) checkBatchSize(batch.length, this.recordBytesMax);
     const header = options.validatedHeader ?? validateBatchHeader(batch, { messageBytesMax: this.recordBytesMax });
     const turn = this.appendTail;
     let release!: () => void;

@@ -91,17 +91,20 @@ export interface ValidateLimits {
   deep?: boolean;
 }
 
+/** MESSAGE_TOO_LARGE for a batch of `sizeBytes` over `messageBytesMax`: the size part of `validateBatchHeader`. */
+export function checkBatchSize(sizeBytes: number, messageBytesMax: number): void {
+  if (sizeBytes > messageBytesMax) {
+    throw new EdgeqError('MESSAGE_TOO_LARGE', `batch of ${sizeBytes} bytes is over ${messageBytesMax}`, { details: { sizeBytes, messageBytesMax } });
+  }
+}
+
 /** Checks the header fields that need no record walk. Returns the header. */
 export function validateBatchHeader(buf: Buffer, limits: ValidateLimits): BatchHeader {
   const h = readBatchHeader(buf, 0);
   if (h.sizeBytes !== buf.length) {
     throw new EdgeqError('CORRUPT_BATCH', `batch length says ${h.sizeBytes} bytes, buffer holds ${buf.length}`);
   }
-  if (buf.length > limits.messageBytesMax) {
-    throw new EdgeqError('MESSAGE_TOO_LARGE', `batch of ${buf.length} bytes is over ${limits.messageBytesMax}`, {
-      details: { sizeBytes: buf.length, messageBytesMax: limits.messageBytesMax },
-    });
-  }
+  checkBatchSize(buf.length, limits.messageBytesMax);
   const crc = crc32c(buf.subarray(OFFSET_ATTRIBUTES));
   if (crc !== h.crc) throw new EdgeqError('CORRUPT_BATCH', `CRC32C mismatch: stored ${h.crc}, computed ${crc}`);
   if ((h.attributes & ~ATTR_KNOWN_BITS) !== 0) throw new EdgeqError('CORRUPT_BATCH', `unknown attribute bits ${h.attributes}`);
