@@ -9,9 +9,7 @@ import { buildBatch, decodeBatches, CompressionCodec } from '../log/index.ts';
 import { Acks, ApiKey, decodeResponse, encodeFrame, encodeRequest, errorOf, FLAG_ERROR, type WireError } from '../protocol/index.ts';
 
 const codeFromWireError = (w: WireError | null | undefined) => errorOf(w)?.code ?? null;
-import { RawClient } from '../../test/helpers/raw-client.ts';
-import { waitFor } from '../../test/helpers/partition-probe.ts';
-import { cleanupTempDirs, tempDir } from '../../test/helpers/tmp.ts';
+import { RawClient, waitFor, cleanupTempDirs, tempDir } from '../testing/index.ts';
 
 afterAll(cleanupTempDirs);
 

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { EdgeqError } from '../core/errors.ts';
 import { loadConfig } from './load.ts';
 import { DEFAULT_CONFIG } from './schema.ts';
-import { cleanupTempDirs, tempDir } from '../../test/helpers/tmp.ts';
+import { cleanupTempDirs, tempDir } from '../testing/index.ts';
 
 afterAll(cleanupTempDirs);
 

@@ -12,7 +12,7 @@ import type {
   SyncGroupResponse,
   WireError,
 } from '../protocol/index.ts';
-import { cleanupTempDirs, tempDir } from '../../test/helpers/tmp.ts';
+import { cleanupTempDirs, tempDir } from '../testing/index.ts';
 import { rangeAssignor } from './assignors/index.ts';
 import { decodeAssignment, decodeSubscription, encodeAssignment, encodeSubscription } from './consumer-protocol.ts';
 import type { CoordinatorConfig } from './coordinator-config.ts';

@@ -3,7 +3,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { FakeClock } from '../core/index.ts';
 import { buildBatch, FsStorage, PartitionLog, type LogConfig } from '../log/index.ts';
-import { cleanupTempDirs, tempDir } from '../../test/helpers/tmp.ts';
+import { cleanupTempDirs, tempDir } from '../testing/index.ts';
 import { offsetKey, OffsetStore } from './offset-store.ts';
 
 afterAll(cleanupTempDirs);

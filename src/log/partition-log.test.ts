@@ -15,7 +15,7 @@ import { MemoryStorage } from './memory-storage.ts';
 import { PartitionLog } from './partition-log.ts';
 import { LOG_DEFAULTS, type LogConfig } from './log-config.ts';
 import type { Storage, StorageFile } from './storage.ts';
-import { cleanupTempDirs, tempDir } from '../../test/helpers/tmp.ts';
+import { cleanupTempDirs, tempDir } from '../testing/index.ts';
 
 afterAll(cleanupTempDirs);
 

@@ -5,8 +5,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DEFAULT_CONFIG, loadConfig } from '../config/index.ts';
-import { cleanupTempDirs, tempDir } from '../../test/helpers/tmp.ts';
-import { freePort } from '../../test/helpers/ports.ts';
+import { cleanupTempDirs, tempDir, freePort } from '../testing/index.ts';
 
 afterAll(cleanupTempDirs);
 

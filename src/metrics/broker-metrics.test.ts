@@ -6,8 +6,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { Broker, type BrokerOptions } from '../broker/index.ts';
 import { buildBatch } from '../log/index.ts';
 import { Acks } from '../protocol/index.ts';
-import { RawClient } from '../../test/helpers/raw-client.ts';
-import { cleanupTempDirs, tempDir } from '../../test/helpers/tmp.ts';
+import { RawClient, cleanupTempDirs, tempDir } from '../testing/index.ts';
 import { BrokerMetrics } from './index.ts';
 
 afterAll(cleanupTempDirs);

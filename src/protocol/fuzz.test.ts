@@ -3,7 +3,8 @@
 // or fail with a typed EdgeqError, and the decoder never buffers more than its limit.
 import { describe, expect, it } from 'vitest';
 import { isEdgeqError } from '../core/index.ts';
-import { randInt, seededRandom, testSeed } from '../../test/helpers/random.ts';
+import { seededRandom } from '../core/index.ts';
+import { randInt, testSeed } from '../testing/index.ts';
 import { API_SPECS } from './api.ts';
 import { decodeBody, encodeMessage } from './codec.ts';
 import { encodeFrame, FRAME_HEADER_BYTES, FrameDecoder } from './frame.ts';

@@ -101,11 +101,4 @@ export class TestCell {
   }
 }
 
-/** Polls `cond` until true or `ms` pass (for states reached through background replication). */
-export async function eventually(cond: () => boolean | Promise<boolean>, ms = 10_000, what = 'condition'): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+export { eventually } from '../../src/testing/index.ts';

@@ -14,7 +14,8 @@ import type { ProcessCell } from './cell-process.ts';
 import { RawClient } from './raw-client.ts';
 import { replicaBatches } from './replica-check.ts';
 
-export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+export { sleep, waitFor } from '../../src/testing/index.ts';
+import { sleep, waitFor } from '../../src/testing/index.ts';
 
 /** A tracer: progress lines when EDGEQ_TEST_TRACE is set (to a file path: also the brokers' logs). */
 export function tracer(label: string): { trace: (msg: string) => void; brokers: (cell: ProcessCell) => void } {
@@ -30,24 +31,6 @@ export function tracer(label: string): { trace: (msg: string) => void; brokers: 
       for (const [id, b] of cell.brokers) b.child.stdout?.on('data', (chunk: Buffer) => appendFileSync(target, chunk.toString('utf8').replace(/^(?=.)/gm, `b${id} `)));
     },
   };
-}
-
-/** Polls `fn` until it returns a value other than undefined, at most `timeoutMs`. */
-export async function waitFor<T>(what: string, timeoutMs: number, fn: () => Promise<T | undefined> | T | undefined, everyMs = 50): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let lastErr: unknown = null;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const v = await fn();
-      if (v !== undefined) return v;
-      last = v;
-    } catch (err) {
-      lastErr = err;
-    }
-    await sleep(everyMs);
-  }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastErr ? ` (last error: ${(lastErr as Error).message})` : ''}${last !== undefined ? ` (last: ${JSON.stringify(last)})` : ''}`);
 }
 
 /** What one raw produce got: an offset, or a typed error (`code`; NO_ANSWER when none came in time). */

@@ -2,7 +2,8 @@
 // subscribed partitions, subscriptions respected, order-independent output and its balance promise.
 import { describe, expect, it } from 'vitest';
 import type { TopicPartitions } from '../../protocol/index.ts';
-import { randInt, seededRandom, testSeed } from '../../../test/helpers/random.ts';
+import { seededRandom } from '../../core/index.ts';
+import { randInt, testSeed } from '../../testing/index.ts';
 import { ASSIGNORS, assignorByName, rangeAssignor, roundRobinAssignor, type Assignor, type AssignorMember } from './index.ts';
 
 interface Case {
