@@ -23,6 +23,9 @@ import { CONNECTION_LIMITS_DEFAULT, ServerConnection, type ConnectionLimits } fr
 import { TopicManager, type TopicLimits } from './topic-manager.ts';
 import { CONSUMER_OFFSETS_TOPIC } from './topic-name.ts';
 
+/** Kafka's default for replica.high.watermark.checkpoint.interval.ms. */
+export const HW_CHECKPOINT_INTERVAL_MS_DEFAULT = 5000;
+
 /** How to start a broker. */
 export interface BrokerOptions {
   dataDir: string;
@@ -38,6 +41,12 @@ export interface BrokerOptions {
   retentionCheckIntervalMs?: number;
   /** How often producer state is snapshotted, bounding the log scanned at restart. */
   producerSnapshotIntervalMs?: number;
+  /**
+   * How often every replica's high watermark is checkpointed (Kafka's
+   * replica.high.watermark.checkpoint.interval.ms): how stale-low the high watermarks can be
+   * after a crash, which only delays what consumers see until followers fetch again.
+   */
+  hwCheckpointIntervalMs?: number;
   produceTimeoutMsMax?: number;
   /** A follower not caught up for this long leaves the ISR. */
   replicaLagTimeMaxMs?: number;
@@ -63,6 +72,7 @@ export interface BrokerOptions {
 /** A running broker. */
 export class Broker {
   private snapshotTimer: TimerHandle | null = null;
+  private hwTimer: TimerHandle | null = null;
   private lagTimer: TimerHandle | null = null;
   private closing: Promise<void> | null = null;
   private readonly connections = new Set<ServerConnection>();
@@ -164,6 +174,7 @@ export class Broker {
       throw err;
     }
     broker.scheduleSnapshots(options.producerSnapshotIntervalMs ?? 60_000);
+    broker.scheduleHwCheckpoints(options.hwCheckpointIntervalMs ?? HW_CHECKPOINT_INTERVAL_MS_DEFAULT);
     if (cell) broker.scheduleLagChecks(options.replicaLagTimeMaxMs ?? 10_000);
     logger.info(
       { host: broker.host, port: broker.port, adminPort: broker.adminPort, dataDir: options.dataDir, cell: cell?.cellId ?? null, topics: topics.list().length, startMs: Math.round(clock.monotonicMs() - started) },
@@ -300,6 +311,7 @@ export class Broker {
   close(): Promise<void> {
     this.closing ??= (async () => {
       this.snapshotTimer?.cancel();
+      this.hwTimer?.cancel();
       this.lagTimer?.cancel();
       const server = this.server;
       const serverClosed = server ? new Promise<void>((r) => server.close(() => r())) : Promise.resolve();
@@ -325,6 +337,18 @@ export class Broker {
       });
     };
     this.snapshotTimer = this.clock.setTimeout(tick, intervalMs);
+  }
+
+  private scheduleHwCheckpoints(intervalMs: number): void {
+    const tick = () => {
+      void this.topics
+        .checkpointHighWatermarks()
+        .catch((err: unknown) => this.logger.warn({ err }, 'high-watermark checkpoint failed'))
+        .finally(() => {
+          if (!this.closing) this.hwTimer = this.clock.setTimeout(tick, intervalMs);
+        });
+    };
+    this.hwTimer = this.clock.setTimeout(tick, intervalMs);
   }
 
   private scheduleLagChecks(lagMsMax: number): void {

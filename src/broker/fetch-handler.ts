@@ -29,6 +29,8 @@ interface Slot {
   offset: number;
   maxBytes: number;
   epoch: number | null | undefined;
+  /** Set when a follower's fetch failed the leader's checks: answered as this error, not read. */
+  refused?: FetchPartitionResult['error'];
 }
 
 /** Handles one Fetch request; `onClose` tells when the connection goes away (stop waiting). */
@@ -59,8 +61,17 @@ export async function handleFetch(
   const deadline = clock.monotonicMs() + maxWaitMs;
 
   // A follower's fetch offset is its log end: the leader learns from it how far the follower got.
+  // The partition checks the claim (epoch, membership, range) before it counts; a slot whose
+  // claim fails answers that error and is not read.
   if (replicaId >= 0) {
-    for (const s of slots) if (s.partition?.role === 'leader') s.partition.recordFollowerFetch(replicaId, s.offset);
+    for (const s of slots) {
+      if (!s.partition) continue;
+      try {
+        s.partition.recordFollowerFetch(replicaId, s.offset, s.epoch);
+      } catch (err) {
+        s.refused = wireError(err);
+      }
+    }
   }
   for (;;) {
     const results = await readAll(slots, maxBytes, replicaId >= 0);
@@ -98,6 +109,12 @@ async function readAll(slots: Slot[], maxBytesTotal: number, replica: boolean): 
       r.logStartOffset = p.logStartOffset;
       r.logEndOffset = p.logEndOffset;
       r.leaderEpoch = p.leaderEpoch;
+      if (s.refused) {
+        // The marks still go with the refusal: a follower behind the log start resets by them.
+        r.error = s.refused;
+        out.push(r);
+        continue;
+      }
       if (!Number.isSafeInteger(s.offset) || s.maxBytes < 1) {
         throw new EdgeqError('INVALID_REQUEST', `bad fetch position offset=${s.offset} maxBytes=${s.maxBytes}`);
       }

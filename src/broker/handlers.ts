@@ -233,7 +233,7 @@ export function createHandlers(d: HandlerDeps): Handlers {
             const p = d.topics.partition(t.name, op.partition);
             p.checkEpoch(op.currentLeaderEpoch);
             if (p.role !== 'leader') throw new EdgeqError('NOT_LEADER', `broker ${d.self.id} does not lead ${t.name}-${op.partition}`);
-            const r = p.epochs.endOffsetFor(op.leaderEpoch, p.logEndOffset);
+            const r = p.endOffsetForEpoch(op.leaderEpoch);
             return { partition: op.partition, leaderEpoch: r.epoch, endOffset: r.endOffset };
           } catch (err) {
             return { partition: op.partition, leaderEpoch: -1, endOffset: -1, error: wireError(err) };

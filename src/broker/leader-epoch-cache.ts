@@ -50,6 +50,16 @@ export class LeaderEpochCache {
     this.dirty = true;
   }
 
+  /** Where `epoch` starts in this log, or undefined when the log holds no entry for it. */
+  startOffsetOf(epoch: number): number | undefined {
+    for (let i = this.entries.length - 1; i >= 0; i--) {
+      const e = this.entries[i]!;
+      if (e.epoch === epoch) return e.startOffset;
+      if (e.epoch < epoch) return undefined;
+    }
+    return undefined;
+  }
+
   /**
    * The end of `epoch` in this log: the largest epoch at or below it and the offset where it ends
    * (the next epoch's start, or `logEndOffset` for the latest). {-1, -1} when none is at or below.

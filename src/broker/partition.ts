@@ -8,6 +8,13 @@
  * passed the batch. As **follower** it appends the leader's batches as they are (offsets and
  * epochs kept) and learns the HW from the leader. A single broker is a cell of one: leader, ISR
  * of one, HW = log end offset.
+ *
+ * The HW is never taken from the log end on open: it starts from the broker's HW checkpoint (a
+ * stale-low value is safe) and, on a leader, advances only from followers' fetches (Kafka's
+ * `replication-offset-checkpoint` rule), so a leader restarted with a tail its followers never
+ * received does not show that tail to consumers, nor answer an `acks=all` retry of it, before the
+ * followers hold it. Every role change starts a new *generation*; work begun in one generation
+ * (a follower append, a fetch response) changes nothing in a later one.
  */
 import { EdgeqError, systemClock, type Clock } from '../core/index.ts';
 import {
@@ -20,6 +27,7 @@ import {
   type ReadResult,
   type Storage,
 } from '../log/index.ts';
+import { FollowerProgress } from './follower-progress.ts';
 import { LeaderEpochCache } from './leader-epoch-cache.ts';
 import { ProducerState } from './producer-state.ts';
 import type { TopicSettings } from './topic-config.ts';
@@ -46,16 +54,6 @@ export interface PartitionHooks {
 
 const SOLO_HOOKS: PartitionHooks = { canLead: () => true, changeIsr: async () => true };
 
-interface FollowerState {
-  /** The follower's log end offset, as its last fetch said. */
-  logEndOffset: number;
-  /** Last time the follower was known to hold everything the leader had then. */
-  caughtUpAtMs: number;
-  /** The leader's log end offset and the time at the follower's previous fetch. */
-  prevFetchLeaderEnd: number;
-  prevFetchAtMs: number;
-}
-
 interface AckWaiter {
   offset: number;
   resolve: () => void;
@@ -69,7 +67,13 @@ export class Partition {
   isr: number[];
   replicas: number[];
   private hw: number;
-  private readonly followers = new Map<number, FollowerState>();
+  private readonly followers = new FollowerProgress();
+  private gen = 0;
+  /** Follower appends, truncations and resets still running (a new leader term waits for them). */
+  private followerOpsInFlight = 0;
+  private followerOpsIdle: (() => void)[] = [];
+  /** Set while a new leader term waits for follower work of the previous generation to finish. */
+  private leaderReady: Promise<void> | null = null;
   private readonly ackWaiters: AckWaiter[] = [];
   private readonly listeners = new Set<() => void>();
   private hooks: PartitionHooks = SOLO_HOOKS;
@@ -96,6 +100,13 @@ export class Partition {
     brokerId: number;
     storage: Storage;
     clock?: Clock;
+    /** The high watermark from the broker's checkpoint; absent: the log start (safe, stale-low). */
+    highWatermark?: number;
+    /**
+     * The partition's replicas when it lives in a cell: it then starts as a follower of nobody,
+     * waiting for the arbiter's word. Absent: a lone broker's partition, its own leader and ISR.
+     */
+    cellReplicas?: number[];
   }) {
     this.topic = o.topic;
     this.index = o.index;
@@ -111,10 +122,25 @@ export class Partition {
     this.leaderId = brokerId;
     this.isr = [brokerId];
     this.replicas = [brokerId];
-    this.hw = log.logEndOffset;
+    this.hw = Math.min(Math.max(o.highWatermark ?? log.logStartOffset, log.logStartOffset), log.logEndOffset);
     log.setAppendGuard(producers);
     log.onAppend(() => this.onLocalAppend());
+    if (o.cellReplicas) {
+      this.role = 'follower';
+      this.leaderId = -1;
+      this.isr = [];
+      this.replicas = [...o.cellReplicas];
+      return;
+    }
+    // A lone broker starts a new leader term at every start and is its own ISR: its HW is its
+    // log end at once.
     epochs.assign(leaderEpoch, log.logEndOffset);
+    this.recomputeHw();
+  }
+
+  /** Bumped at every role change: work started in an older generation must not act. */
+  get generation(): number {
+    return this.gen;
   }
 
   /** Installs the cell's hooks (lease check, ISR changes). */
@@ -143,7 +169,12 @@ export class Partition {
   // ---------------------------------------------------------------------------------------------
   // Roles
 
-  /** Makes this replica the leader of `epoch` with the given ISR. */
+  /**
+   * Makes this replica the leader of `epoch` with the given ISR. When follower work of the
+   * previous generation is still running (an append of the old leader's batches), the new term's
+   * start offset is taken once it has finished, and produce waits for it: the epoch then starts
+   * after the last batch of the previous one, never in the middle of it.
+   */
   becomeLeader(epoch: number, isr: number[], replicas: number[]): void {
     const now = this.clock.monotonicMs();
     const wasLeaderOfEpoch = this.role === 'leader' && this.leaderEpoch === epoch;
@@ -153,18 +184,53 @@ export class Partition {
     this.isr = [...isr];
     this.replicas = [...replicas];
     if (!wasLeaderOfEpoch) {
-      // The new epoch starts at our log end; followers get a full lag window to reach us.
-      this.epochs.assign(epoch, this.log.logEndOffset);
-      void this.epochs.save().catch(() => undefined);
-      this.followers.clear();
-      for (const r of replicas) if (r !== this.brokerId) this.followers.set(r, { logEndOffset: -1, caughtUpAtMs: now, prevFetchLeaderEnd: -1, prevFetchAtMs: now });
+      const gen = ++this.gen;
+      this.followers.reset(replicas.filter((r) => r !== this.brokerId), now);
+      const start = () => {
+        if (this.gen !== gen) return;
+        this.epochs.assign(epoch, this.log.logEndOffset);
+        void this.epochs.save().catch(() => undefined);
+        this.hw = Math.min(this.hw, this.log.logEndOffset);
+        this.recomputeHw();
+      };
+      if (this.followerOpsInFlight === 0) {
+        this.leaderReady = null;
+        start();
+      } else {
+        const ready = new Promise<void>((resolve) => this.followerOpsIdle.push(resolve)).then(start);
+        this.leaderReady = ready;
+        void ready.finally(() => {
+          if (this.leaderReady === ready) this.leaderReady = null;
+        });
+      }
+      return;
     }
     this.hw = Math.min(this.hw, this.log.logEndOffset);
     this.recomputeHw();
   }
 
+  /** Where the current leader term starts in the log. */
+  get epochStartOffset(): number {
+    return this.epochs.startOffsetOf(this.leaderEpoch) ?? this.log.logEndOffset;
+  }
+
+  /**
+   * Where `epoch` ends in this leader's log (OffsetForLeaderEpoch); LEADER_NOT_AVAILABLE while a
+   * new term is still waiting to take its start offset.
+   */
+  endOffsetForEpoch(epoch: number): { epoch: number; endOffset: number } {
+    if (this.role !== 'leader') throw this.notLeader();
+    if (this.leaderReady) {
+      throw new EdgeqError('LEADER_NOT_AVAILABLE', `${this.topic}-${this.index}: the leader of epoch ${this.leaderEpoch} is still taking over`, {
+        details: { topic: this.topic, partition: this.index, leaderEpoch: this.leaderEpoch },
+      });
+    }
+    return this.epochs.endOffsetFor(epoch, this.log.logEndOffset);
+  }
+
   /** Makes this replica a follower of `leaderId` in `epoch`; pending acks=all fail. */
   becomeFollower(leaderId: number, epoch: number, isr: number[], replicas: number[]): void {
+    if (this.role !== 'follower' || this.leaderId !== leaderId || this.leaderEpoch !== epoch) this.gen++;
     this.role = 'follower';
     this.leaderId = leaderId;
     this.leaderEpoch = epoch;
@@ -176,6 +242,7 @@ export class Partition {
 
   /** Takes the replica out of service (topic deleted, no longer assigned here). */
   goOffline(): void {
+    this.gen++;
     this.role = 'offline';
     this.failWaiters(this.notLeader());
   }
@@ -249,6 +316,11 @@ export class Partition {
     }
     const all = options.acks !== 'leader';
     if (all) this.checkMinIsr('before the append');
+    if (this.leaderReady) {
+      await this.leaderReady;
+      this.checkEpoch(options.leaderEpoch);
+      this.checkLeader();
+    }
     const result = await this.log.append(batch, { leaderEpoch: this.leaderEpoch });
     if (!all) return result;
     await this.waitForHw(result.lastOffset + 1, options.timeoutMs ?? 30_000);
@@ -303,22 +375,40 @@ export class Partition {
     for (const w of this.ackWaiters.splice(0)) w.reject(err);
   }
 
-  /** A follower fetched from `fetchOffset`: it holds everything below it. */
-  recordFollowerFetch(followerId: number, fetchOffset: number): void {
-    if (this.role !== 'leader') return;
-    const now = this.clock.monotonicMs();
+  /**
+   * A follower fetched from `fetchOffset` in `epoch`: it claims to hold everything below it. The
+   * claim moves the HW and answers `acks=all` waiters, so it is checked first, and a fetch that
+   * fails a check changes nothing: this replica must lead the epoch the follower names (and have
+   * taken its start offset), the follower must be one of the partition's other replicas, and the
+   * offset must lie within this log (past the end: the follower has a divergent tail and must
+   * truncate; before the start: it must reset). Errors are typed for the follower to act on.
+   */
+  recordFollowerFetch(followerId: number, fetchOffset: number, epoch: number | null | undefined): void {
+    if (this.role !== 'leader') throw this.notLeader();
+    if (epoch === undefined || epoch === null || epoch < 0) {
+      throw new EdgeqError('INVALID_REQUEST', `${this.topic}-${this.index}: a replica fetch must name the leader epoch it follows`, {
+        details: { topic: this.topic, partition: this.index, replicaId: followerId },
+      });
+    }
+    this.checkEpoch(epoch);
+    if (this.leaderReady) {
+      throw new EdgeqError('LEADER_NOT_AVAILABLE', `${this.topic}-${this.index}: the leader of epoch ${this.leaderEpoch} is still taking over`, {
+        details: { topic: this.topic, partition: this.index, leaderEpoch: this.leaderEpoch },
+      });
+    }
+    if (followerId === this.brokerId || !this.replicas.includes(followerId)) {
+      throw new EdgeqError('INVALID_REQUEST', `${this.topic}-${this.index}: broker ${followerId} is not a follower replica (replicas ${this.replicas.join(',')})`, {
+        details: { topic: this.topic, partition: this.index, replicaId: followerId, replicas: this.replicas },
+      });
+    }
     const end = this.log.logEndOffset;
-    const f = this.followers.get(followerId) ?? { logEndOffset: -1, caughtUpAtMs: now, prevFetchLeaderEnd: -1, prevFetchAtMs: now };
-    f.logEndOffset = fetchOffset;
-    // Kafka's rule: caught up now if it has everything; otherwise, if it has everything the leader
-    // had at its previous fetch, it was caught up then. Under steady writes a healthy follower is
-    // never exactly at the end, yet never falls behind either.
-    if (fetchOffset >= end) f.caughtUpAtMs = now;
-    else if (f.prevFetchLeaderEnd >= 0 && fetchOffset >= f.prevFetchLeaderEnd) f.caughtUpAtMs = Math.max(f.caughtUpAtMs, f.prevFetchAtMs);
-    f.prevFetchLeaderEnd = end;
-    f.prevFetchAtMs = now;
-    this.followers.set(followerId, f);
-    if (!this.isr.includes(followerId) && fetchOffset >= this.hw && this.replicas.includes(followerId)) {
+    if (!Number.isSafeInteger(fetchOffset) || fetchOffset < this.log.logStartOffset || fetchOffset > end) {
+      throw new EdgeqError('OFFSET_OUT_OF_RANGE', `${this.topic}-${this.index}: replica fetch offset ${fetchOffset} is outside [${this.log.logStartOffset}, ${end}]`, {
+        details: { topic: this.topic, partition: this.index, offset: fetchOffset, logStartOffset: this.log.logStartOffset, logEndOffset: end },
+      });
+    }
+    this.followers.record(followerId, fetchOffset, end, this.clock.monotonicMs());
+    if (!this.isr.includes(followerId) && FollowerProgress.mayJoin(fetchOffset, { highWatermark: this.hw, epochStartOffset: this.epochStartOffset })) {
       void this.proposeIsr([...this.isr, followerId].sort((a, b) => a - b));
     }
     this.recomputeHw();
@@ -327,12 +417,7 @@ export class Partition {
   /** Shrinks the ISR by followers that have not caught up within `lagMsMax`. */
   checkIsrLag(lagMsMax: number): void {
     if (this.role !== 'leader') return;
-    const now = this.clock.monotonicMs();
-    const lagging = this.isr.filter((id) => {
-      if (id === this.brokerId) return false;
-      const f = this.followers.get(id);
-      return !f || now - f.caughtUpAtMs > lagMsMax;
-    });
+    const lagging = this.followers.lagging(this.isr, this.brokerId, this.clock.monotonicMs(), lagMsMax);
     if (lagging.length > 0) void this.proposeIsr(this.isr.filter((id) => !lagging.includes(id)));
   }
 
@@ -354,15 +439,16 @@ export class Partition {
     else this.emit();
   }
 
+  /**
+   * The HW is the lowest log end over the ISR, and moves only while the ISR has at least
+   * `min.insync.replicas` members (as KIP-966 has it): a leader left alone in its ISR does not
+   * show consumers records that no other replica holds, and such records are not acknowledged
+   * either (acks=all refuses below min.insync.replicas).
+   */
   private recomputeHw(): void {
-    if (this.role !== 'leader') return;
-    let hw = this.log.logEndOffset;
-    for (const id of this.isr) {
-      if (id === this.brokerId) continue;
-      const f = this.followers.get(id);
-      hw = Math.min(hw, f ? Math.max(f.logEndOffset, 0) : this.hw);
-    }
-    this.advanceHw(hw);
+    if (this.role !== 'leader' || this.leaderReady) return;
+    if (this.isr.length < Math.min(this.settings.minInsyncReplicas, this.replicas.length)) return;
+    this.advanceHw(this.followers.highWatermark(this.isr, this.brokerId, this.log.logEndOffset, this.hw));
   }
 
   private advanceHw(hw: number): void {
@@ -386,26 +472,37 @@ export class Partition {
   // ---------------------------------------------------------------------------------------------
   // Follower side
 
-  /** Appends batches fetched from the leader, keeping their offsets and epochs. */
-  async appendAsFollower(records: Uint8Array, leaderHw: number): Promise<void> {
-    const buf = Buffer.isBuffer(records) ? records : Buffer.from(records.buffer, records.byteOffset, records.byteLength);
-    const appends: Promise<AppendResult>[] = [];
-    for (const b of splitBatches(buf)) {
-      const h = readBatchHeader(b);
-      if (h.baseOffset + h.lastOffsetDelta < this.log.logEndOffset) continue; // already held
-      this.epochs.assign(h.partitionLeaderEpoch, h.baseOffset);
-      // The leader walked the records before accepting them; the CRC check that still runs proves
-      // these are the same bytes, so the follower skips the walk (and any decompression).
-      appends.push(this.log.append(b, { assignOffsets: false, validateRecords: false }));
-    }
-    await Promise.all(appends);
-    await this.epochs.save();
-    this.setFollowerHw(leaderHw);
+  /**
+   * Appends batches fetched from the leader, keeping their offsets and epochs. `generation` is the
+   * one the fetch was sent in: nothing happens when the role changed since, and nothing past the
+   * append (epoch history, HW) happens when it changed during the append. Epochs are recorded only
+   * for batches that were written. Returns false when the generation no longer holds.
+   */
+  appendAsFollower(records: Uint8Array, leaderHw: number, generation = this.gen): Promise<boolean> {
+    return this.followerOp(generation, async () => {
+      const buf = Buffer.isBuffer(records) ? records : Buffer.from(records.buffer, records.byteOffset, records.byteLength);
+      const batches: { epoch: number; baseOffset: number; append: Promise<AppendResult> }[] = [];
+      for (const b of splitBatches(buf)) {
+        const h = readBatchHeader(b);
+        if (h.baseOffset + h.lastOffsetDelta < this.log.logEndOffset) continue; // already held
+        // The leader walked the records before accepting them; the CRC check that still runs
+        // proves these are the same bytes, so the follower skips the walk (and decompression).
+        batches.push({ epoch: h.partitionLeaderEpoch, baseOffset: h.baseOffset, append: this.log.append(b, { assignOffsets: false, validateRecords: false }) });
+      }
+      const settled = await Promise.allSettled(batches.map((b) => b.append));
+      // The epochs of the batches that were written, in order, up to the first that was not.
+      for (let i = 0; i < settled.length && settled[i]!.status === 'fulfilled'; i++) this.epochs.assign(batches[i]!.epoch, batches[i]!.baseOffset);
+      await this.epochs.save();
+      const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failed) throw failed.reason;
+      if (this.gen === generation) this.setFollowerHw(leaderHw, generation);
+    });
   }
 
-  /** The leader's HW, capped by what this replica holds. */
-  setFollowerHw(leaderHw: number): void {
-    const hw = Math.min(leaderHw, this.log.logEndOffset);
+  /** The leader's HW, capped by what this replica holds (only as a follower of `generation`). */
+  setFollowerHw(leaderHw: number, generation = this.gen): void {
+    if (this.role !== 'follower' || this.gen !== generation) return;
+    const hw = Math.max(this.log.logStartOffset, Math.min(leaderHw, this.log.logEndOffset));
     if (hw !== this.hw) {
       this.hw = hw;
       this.emit();
@@ -413,23 +510,43 @@ export class Partition {
   }
 
   /** Truncates a divergent tail (to where the leader says our last epoch ends). */
-  async truncateTo(offset: number): Promise<void> {
-    if (offset >= this.log.logEndOffset) return;
-    await this.log.truncateTo(offset);
-    this.epochs.truncateFrom(this.log.logEndOffset);
-    await this.epochs.save();
-    this.hw = Math.min(this.hw, this.log.logEndOffset);
-    // The producer state saw the dropped batches: rebuild it from what is left.
-    await this.producers.rebuild(this.log, this.storage);
+  truncateTo(offset: number, generation = this.gen): Promise<boolean> {
+    return this.followerOp(generation, async () => {
+      if (offset >= this.log.logEndOffset) return;
+      await this.log.truncateTo(offset);
+      this.epochs.truncateFrom(this.log.logEndOffset);
+      await this.epochs.save();
+      this.hw = Math.min(this.hw, this.log.logEndOffset);
+      // The producer state saw the dropped batches: rebuild it from what is left.
+      await this.producers.rebuild(this.log, this.storage);
+    });
   }
 
   /** Starts over empty at `offset` (we fell below the leader's log start). */
-  async resetTo(offset: number): Promise<void> {
-    await this.log.resetTo(offset);
-    this.epochs.clear();
-    await this.epochs.save();
-    this.hw = offset;
-    await this.producers.rebuild(this.log, this.storage);
+  resetTo(offset: number, generation = this.gen): Promise<boolean> {
+    return this.followerOp(generation, async () => {
+      await this.log.resetTo(offset);
+      this.epochs.clear();
+      await this.epochs.save();
+      this.hw = offset;
+      await this.producers.rebuild(this.log, this.storage);
+    });
+  }
+
+  /**
+   * Runs follower work that was decided in `generation`: not at all when this replica is no
+   * longer a follower of that generation; counted while it runs, so a leader term that starts
+   * meanwhile takes its start offset after it.
+   */
+  private async followerOp(generation: number, fn: () => Promise<void>): Promise<boolean> {
+    if (this.role !== 'follower' || this.gen !== generation) return false;
+    this.followerOpsInFlight++;
+    try {
+      await fn();
+    } finally {
+      if (--this.followerOpsInFlight === 0) for (const w of this.followerOpsIdle.splice(0)) w();
+    }
+    return true;
   }
 
   // ---------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import { LeaderEpochCache } from './leader-epoch-cache.ts';
 import { Partition } from './partition.ts';
 import { ProducerState } from './producer-state.ts';
 import type { ProducerIdSource } from './controller.ts';
+import { hwCheckpointKey, readHwCheckpoint, writeHwCheckpoint } from './hw-checkpoint.ts';
 import { describeTopicConfig, parseTopicConfig, type TopicSettings } from './topic-config.ts';
 import { TopicStore, type TopicRecord } from './topic-store.ts';
 import { isInternalTopic, validateTopicName, validateUserTopicName } from './topic-name.ts';
@@ -74,6 +75,8 @@ export class TopicManager {
   private constructor(
     private readonly deps: TopicManagerDeps,
     private readonly store: TopicStore,
+    /** High watermarks from the checkpoint, consumed as partitions open. */
+    private readonly hwAtStart: Map<string, number>,
   ) {
     this.limits = { ...TOPIC_LIMITS_DEFAULT, ...deps.limits };
     this.clock = deps.clock ?? systemClock;
@@ -83,7 +86,7 @@ export class TopicManager {
   /** Loads topics.json, removes orphaned folders and opens every partition (recovering logs). */
   static async open(deps: TopicManagerDeps): Promise<TopicManager> {
     const store = await TopicStore.open(deps.storage, deps.dataDir);
-    const m = new TopicManager(deps, store);
+    const m = new TopicManager(deps, store, await readHwCheckpoint(deps.storage, deps.dataDir));
     for (const dir of await store.orphanDirs()) {
       m.logger.warn({ dir }, 'removing the folder of a topic that no longer exists');
       await deps.storage.rmdir(dir);
@@ -282,7 +285,18 @@ export class TopicManager {
     }
   }
 
-  /** Flushes and closes every log (after a final producer snapshot). */
+  /** Writes every local replica's high watermark to the broker's checkpoint. */
+  async checkpointHighWatermarks(): Promise<void> {
+    const marks = new Map<string, number>();
+    for (const t of this.topics.values()) {
+      t.partitions.forEach((p, i) => {
+        if (p) marks.set(hwCheckpointKey(t.record.name, t.record.id, i), p.highWatermark);
+      });
+    }
+    await writeHwCheckpoint(this.deps.storage, this.deps.dataDir, marks);
+  }
+
+  /** Flushes and closes every log (after a final producer snapshot and high-watermark checkpoint). */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
@@ -290,6 +304,7 @@ export class TopicManager {
     const all = this.localPartitions();
     await Promise.all(all.map((p) => p.log.close().catch((err: unknown) => this.logger.error({ err }, 'log close failed'))));
     await Promise.all(all.map((p) => p.snapshotProducers(this.deps.storage).catch(() => undefined)));
+    await this.checkpointHighWatermarks().catch((err: unknown) => this.logger.warn({ err }, 'high-watermark checkpoint failed at close'));
     this.topics.clear();
   }
 
@@ -319,11 +334,10 @@ export class TopicManager {
       brokerId: this.deps.brokerId,
       storage: this.deps.storage,
       clock: this.clock,
-    });
-    if (rec.assignments) {
+      highWatermark: this.hwAtStart.get(hwCheckpointKey(rec.name, rec.id, index)) ?? log.logStartOffset,
       // In a cell the replica waits for the arbiter's word on who leads.
-      p.becomeFollower(-1, rec.leaderEpoch, [], rec.assignments[index] ?? []);
-    }
+      ...(rec.assignments ? { cellReplicas: rec.assignments[index] ?? [] } : {}),
+    });
     return p;
   }
 
