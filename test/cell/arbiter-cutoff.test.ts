@@ -14,7 +14,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { createClient, parseAddress, type Producer } from '../../src/client/index.ts';
 import { ProcessCell } from '../helpers/cell-process.ts';
-import { checkAcknowledged, checkReplicasAgree, ContinuousProducer, Probe, readAll, sleep, stableLeader, tracer, waitFor, type Outcome, type PartitionView } from '../helpers/partition-probe.ts';
+import { checkAcknowledged, checkReplicasAgree, ContinuousProducer, partitionMarks, type PartitionMarks, Probe, readAll, sleep, stableLeader, tracer, waitFor, type Outcome, type PartitionView } from '../helpers/partition-probe.ts';
 import { randInt, seededRandom, testSeed } from '../helpers/random.ts';
 import { TcpProxy } from '../helpers/tcp-proxy.ts';
 import { cleanupTempDirs } from '../helpers/tmp.ts';
@@ -102,6 +102,7 @@ describe('leader cut off from the arbiter', () => {
     let client: ReturnType<typeof createClient> | null = null;
     let producing: ContinuousProducer | null = null;
     let probes = new Map<number, Probe>();
+    let marks: PartitionMarks | undefined;
     try {
       await cell.start();
       traceBrokers(cell);
@@ -188,6 +189,7 @@ describe('leader cut off from the arbiter', () => {
       const final = await stableLeader(probes.values(), 3);
       const seen = await readAll(cell.portOf(final.leaderId), TOPIC);
       checkAcknowledged(seen, [producing.acked, rawAcked]);
+      marks = await partitionMarks(cell, TOPIC);
       // eslint-disable-next-line no-console
       console.log(`[arbiter-cutoff] ${producing.count} records acknowledged to the producer and ${rawAcked.size} raw; the log holds ${seen.length}`);
       await producer.close();
@@ -200,7 +202,7 @@ describe('leader cut off from the arbiter', () => {
       for (const p of proxies.values()) await p.close();
     }
     // (d) the replicas agree batch by batch.
-    await checkReplicasAgree(cell, TOPIC, [1, 2, 3]);
+    await checkReplicasAgree(cell, TOPIC, [1, 2, 3], marks!);
   }, 110_000);
 
   it(`a frozen leader (SIGSTOP) refuses writes as soon as it resumes, drops its divergent tail and rejoins, over ${SIGSTOP_ROUNDS} rounds`, async () => {
@@ -210,6 +212,7 @@ describe('leader cut off from the arbiter', () => {
     let producing: ContinuousProducer | null = null;
     let probes = new Map<number, Probe>();
     const divergent: string[] = [];
+    let marks: PartitionMarks | undefined;
     try {
       await cell.start();
       traceBrokers(cell);
@@ -271,6 +274,7 @@ describe('leader cut off from the arbiter', () => {
       const final = await stableLeader(probes.values(), 3);
       const seen = await readAll(cell.portOf(final.leaderId), TOPIC);
       checkAcknowledged(seen, [producing.acked, rawAcked]);
+      marks = await partitionMarks(cell, TOPIC);
       const values = new Set(seen.map((s) => s.value));
       expect(divergent.filter((v) => values.has(v)), 'divergent tail records readable').toEqual([]);
       // eslint-disable-next-line no-console
@@ -283,6 +287,6 @@ describe('leader cut off from the arbiter', () => {
       await cell.close();
     }
     // The replicas agree batch by batch, and no replica kept a divergent tail.
-    await checkReplicasAgree(cell, TOPIC, [1, 2, 3], divergent);
+    await checkReplicasAgree(cell, TOPIC, [1, 2, 3], marks!, divergent);
   }, 110_000);
 });

@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/index.ts';
 import { ProcessCell } from '../helpers/cell-process.ts';
 import { ETCD_ELECTION_TIMEOUT_MS, etcdAvailable, startEtcdCluster, type EtcdCluster, type EtcdNode } from '../helpers/etcd.ts';
-import { checkAcknowledged, checkReplicasAgree, ContinuousProducer, Probe, readAll, sleep, stableLeader, tracer, waitFor, type Outcome } from '../helpers/partition-probe.ts';
+import { checkAcknowledged, checkReplicasAgree, ContinuousProducer, partitionMarks, type PartitionMarks, Probe, readAll, sleep, stableLeader, tracer, waitFor, type Outcome } from '../helpers/partition-probe.ts';
 import { randInt, seededRandom, testSeed } from '../helpers/random.ts';
 import { cleanupTempDirs } from '../helpers/tmp.ts';
 
@@ -41,6 +41,7 @@ describe.skipIf(!ETCD)('arbiter quorum lost', () => {
     let canary: ContinuousProducer | null = null;
     const probes = new Map<number, Probe>();
     const down: EtcdNode[] = [];
+    let marks: PartitionMarks | undefined;
     try {
       await cell.start();
       traceBrokers(cell);
@@ -156,6 +157,7 @@ describe.skipIf(!ETCD)('arbiter quorum lost', () => {
       const seen = await readAll(cell.portOf(after.leaderId), TOPIC);
       // The idempotent producer's records exactly once; the canary's and the raw ones at least once.
       checkAcknowledged(seen, [producing.acked, canary.acked, rawAcked]);
+      marks = await partitionMarks(cell, TOPIC);
       // eslint-disable-next-line no-console
       console.log(
         `[quorum-loss] acknowledged: ${producing.count} to the producer (${producing.failures.length} failed), ${canary.count} to the canary ` +
@@ -170,6 +172,6 @@ describe.skipIf(!ETCD)('arbiter quorum lost', () => {
       await client?.close().catch(() => undefined);
       await cell.close();
     }
-    await checkReplicasAgree(cell, TOPIC, [1, 2, 3]);
+    await checkReplicasAgree(cell, TOPIC, [1, 2, 3], marks!);
   }, 110_000);
 });

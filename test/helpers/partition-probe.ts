@@ -12,7 +12,7 @@ import { buildBatch, decodeBatches } from '../../src/log/index.ts';
 import { Acks, errorOf } from '../../src/protocol/index.ts';
 import type { ProcessCell } from './cell-process.ts';
 import { RawClient } from './raw-client.ts';
-import { replicaBatches } from './replica-check.ts';
+import { replicaBatches, type ReplicaCopy } from './replica-check.ts';
 
 export { sleep, waitFor } from '../../src/testing/index.ts';
 import { sleep, waitFor } from '../../src/testing/index.ts';
@@ -238,18 +238,64 @@ export function checkAcknowledged(
   expect(disorder, 'offsets not strictly increasing').toBe(-1);
 }
 
+/** A partition's marks as its leader reported them while the cell ran. */
+export interface PartitionMarks {
+  leader: number;
+  highWatermark: number;
+  isr: number[];
+}
+
 /**
- * After the cell stopped: every replica of partition 0 holds the same batches (offset, CRC, epoch)
- * up to the shortest, and none holds a `forbidden` value (a divergent tail that had to go).
+ * Asks every live broker for its cell status and returns the marks of `topic`-0 as its leader
+ * reports them (the leader's HW and ISR); retries until a leader answers.
  */
-export async function checkReplicasAgree(cell: ProcessCell, topic: string, ids: number[], forbidden: readonly string[] = []): Promise<number> {
-  const copies = await Promise.all(ids.map((id) => replicaBatches(cell.dirOf(id), topic, 0)));
-  const shortest = Math.min(...copies.map((c) => c.batches.length));
-  expect(shortest).toBeGreaterThan(0);
-  for (const [i, c] of copies.entries()) {
-    expect(c.batches.slice(0, shortest), `replica on broker ${ids[i]} against broker ${ids[0]}`).toEqual(copies[0]!.batches.slice(0, shortest));
+export function partitionMarks(cell: ProcessCell, topic: string, timeoutMs = 20_000): Promise<PartitionMarks> {
+  return waitFor(`the marks of ${topic}-0 from its leader`, timeoutMs, async () => {
+    for (const id of cell.brokers.keys()) {
+      const c = await RawClient.connect(cell.portOf(id)).catch(() => null);
+      if (!c) continue;
+      try {
+        const res = await Promise.race([c.call('CellStatus', {}), sleep(2000).then(() => null)]);
+        const r = res?.replicas.find((x) => x.topic === topic && x.partition === 0 && x.role === 'leader');
+        if (r) return { leader: id, highWatermark: Number(r.highWatermark), isr: [...r.isr].sort((a, b) => a - b) };
+      } finally {
+        c.close();
+      }
+    }
+    return undefined;
+  }, 200);
+}
+
+/**
+ * After the cell stopped, checks partition 0's replicas against the marks its leader reported
+ * before: every ISR member holds every batch below the high watermark, byte for byte the
+ * leader's (offset, CRC, epoch); a replica outside the ISR holds a prefix of them; beyond the high
+ * watermark no two replicas hold different batches at the same position; and none holds a
+ * `forbidden` value (a divergent tail that had to go). Returns the batches below the HW.
+ */
+export async function checkReplicasAgree(cell: ProcessCell, topic: string, ids: number[], marks: PartitionMarks, forbidden: readonly string[] = []): Promise<number> {
+  const copies = new Map(await Promise.all(ids.map(async (id) => [id, await replicaBatches(cell.dirOf(id), topic, 0)] as const)));
+  const below = (c: ReplicaCopy) => c.batches.filter((_, i) => c.ranges[i]![0] < marks.highWatermark);
+  const leader = copies.get(marks.leader);
+  expect(leader, `the leader ${marks.leader} is among the replicas checked`).toBeDefined();
+  const reference = below(leader!);
+  const covered = (c: ReplicaCopy) => c.ranges.some(([, last]) => last >= marks.highWatermark - 1);
+  expect(marks.highWatermark === 0 || covered(leader!), `the leader holds its HW ${marks.highWatermark}`).toBe(true);
+  for (const [id, c] of copies) {
+    const mine = below(c);
+    if (marks.isr.includes(id)) {
+      expect(mine, `ISR member ${id} holds every batch below the HW ${marks.highWatermark}, as the leader ${marks.leader}`).toEqual(reference);
+      expect(marks.highWatermark === 0 || covered(c), `ISR member ${id} holds the HW ${marks.highWatermark}`).toBe(true);
+    } else {
+      expect(mine, `replica ${id} (outside the ISR) holds a prefix of the leader's batches`).toEqual(reference.slice(0, mine.length));
+    }
     const values = new Set(c.records.map((r) => r.value?.toString()));
-    for (const v of forbidden) expect(values.has(v), `divergent ${v} still on broker ${ids[i]}`).toBe(false);
+    for (const v of forbidden) expect(values.has(v), `divergent ${v} still on broker ${id}`).toBe(false);
   }
-  return shortest;
+  // Past the HW, positions two replicas both hold carry the same batch.
+  const all = [...copies.values()];
+  const shortest = Math.min(...all.map((c) => c.batches.length));
+  for (const c of all) expect(c.batches.slice(0, shortest)).toEqual(all[0]!.batches.slice(0, shortest));
+  expect(reference.length).toBeGreaterThan(0);
+  return reference.length;
 }
