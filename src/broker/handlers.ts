@@ -144,7 +144,8 @@ export function createHandlers(d: HandlerDeps): Handlers {
     CreateTopics: async (req) => ({
       topics: await sequential(req.topics, async (t) => {
         try {
-          const input = { name: t.name, partitions: t.partitions, replicationFactor: t.replicationFactor || 1, config: { ...(t.config ?? {}) } };
+          // 0 (absent) asks for the default: min(3, live brokers) in a cell, 1 on a lone broker.
+          const input = { name: t.name, partitions: t.partitions, ...(t.replicationFactor ? { replicationFactor: t.replicationFactor } : {}), config: { ...(t.config ?? {}) } };
           if (d.cell) await d.cell.createTopic(input, { validateOnly: req.validateOnly === true });
           else if (req.validateOnly) d.topics.validateCreate(input);
           else await d.topics.create(input);

@@ -71,10 +71,27 @@ function bad(key: string, value: string, want: string): EdgeqError {
   });
 }
 
-/** Parses a topic's overrides on top of the broker's log defaults; throws naming the bad key. */
-export function parseTopicConfig(overrides: Readonly<Record<string, string>>, defaults: Partial<LogConfig>): TopicSettings {
+/**
+ * The default `min.insync.replicas` for a replication factor: 2 from three replicas on, so an
+ * `acks=all` write is on two replicas before it is acknowledged and a single failure loses
+ * nothing acknowledged; 1 below (two replicas: requiring both would stop writes at the first
+ * failure).
+ */
+export function defaultMinInsyncReplicas(replicationFactor: number): number {
+  return replicationFactor >= 3 ? 2 : 1;
+}
+
+/**
+ * Parses a topic's overrides on top of the broker's log defaults; throws naming the bad key.
+ * `replicationFactor` sets the default of `min.insync.replicas` (1 when absent: a lone broker).
+ */
+export function parseTopicConfig(overrides: Readonly<Record<string, string>>, defaults: Partial<LogConfig>, replicationFactor = 1): TopicSettings {
   const log: Partial<LogConfig> = { ...defaults };
-  const settings: Omit<TopicSettings, 'log'> = { compressionAllowed: [...COMPRESSION_NAMES], minInsyncReplicas: 1, uncleanLeaderElection: false };
+  const settings: Omit<TopicSettings, 'log'> = {
+    compressionAllowed: [...COMPRESSION_NAMES],
+    minInsyncReplicas: defaultMinInsyncReplicas(replicationFactor),
+    uncleanLeaderElection: false,
+  };
   for (const [key, value] of Object.entries(overrides)) {
     const spec = KEYS[key];
     if (!spec) {

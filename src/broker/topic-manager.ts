@@ -95,7 +95,7 @@ export class TopicManager {
     // so requests aimed at the previous term are recognised.
     if (deps.bumpEpochsOnOpen !== false) await store.setLeaderEpochs((t) => t.leaderEpoch + 1);
     for (const rec of store.list()) {
-      const settings = parseTopicConfig(rec.config, deps.logDefaults);
+      const settings = parseTopicConfig(rec.config, deps.logDefaults, rec.replicationFactor);
       const partitions: (Partition | undefined)[] = [];
       for (let p = 0; p < rec.partitions; p++) partitions.push(m.hostsReplica(rec, p) ? await m.openPartition(rec, p, settings) : undefined);
       m.topics.set(rec.name, { record: rec, settings, partitions });
@@ -123,7 +123,7 @@ export class TopicManager {
       if (known && known.record.id !== rec.id) await this.dropLocal(known);
       const current = this.topics.get(rec.name);
       if (current) return current;
-      const settings = parseTopicConfig(rec.config, this.deps.logDefaults);
+      const settings = parseTopicConfig(rec.config, this.deps.logDefaults, rec.replicationFactor);
       await this.store.put(rec);
       const partitions: (Partition | undefined)[] = [];
       for (let p = 0; p < rec.partitions; p++) partitions.push(this.hostsReplica(rec, p) ? await this.openPartition(rec, p, settings) : undefined);
@@ -220,7 +220,7 @@ export class TopicManager {
     if (total + n > this.limits.partitionsMax) {
       throw new EdgeqError('INVALID_ARGUMENT', `${n} more partitions would exceed partitionsMax=${this.limits.partitionsMax} (now ${total})`);
     }
-    const settings = parseTopicConfig(input.config ?? {}, this.deps.logDefaults);
+    const settings = parseTopicConfig(input.config ?? {}, this.deps.logDefaults, rf);
     if (settings.minInsyncReplicas > rf) {
       throw new EdgeqError('INVALID_ARGUMENT', `min.insync.replicas=${settings.minInsyncReplicas} exceeds the replication factor ${rf}`, {
         details: { key: 'min.insync.replicas' },

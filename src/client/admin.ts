@@ -112,7 +112,7 @@ export class Admin {
     const res = await retry(async () => {
       const conn = await this.cluster.anyConnection();
       return conn.request('CreateTopics', {
-        topics: topics.map((t) => ({ name: t.name, partitions: t.partitions, replicationFactor: t.replicationFactor ?? 1, config: t.config ?? {} })),
+        topics: topics.map((t) => ({ name: t.name, partitions: t.partitions, replicationFactor: t.replicationFactor ?? 0, config: t.config ?? {} })), // 0: the broker's default
         validateOnly: options.validateOnly ?? false,
       });
     }, this.retryOptions);

@@ -62,13 +62,20 @@ export function registerTopicsCommands(program: Command): void {
     .description('create a topic')
     .argument('<name>', 'topic name')
     .option('-p, --partitions <n>', 'number of partitions', '1')
-    .option('-r, --replication-factor <n>', 'replicas per partition', '1')
+    .option('-r, --replication-factor <n>', 'replicas per partition (default: min(3, brokers in the cell), 1 on a lone broker)')
     .option('-c, --config <key=value...>', 'topic config overrides, e.g. retention.ms=60000', [])
     .option('--if-not-exists', 'succeed when the topic already exists', false)
-    .action(async (name: string, opts: { partitions: string; replicationFactor: string; config: string[]; ifNotExists: boolean }, cmd: Command) => {
+    .action(async (name: string, opts: { partitions: string; replicationFactor?: string; config: string[]; ifNotExists: boolean }, cmd: Command) => {
       await withClient(cmd, async (client) => {
         await client.admin().createTopics(
-          [{ name, partitions: positiveInt('--partitions', opts.partitions), replicationFactor: positiveInt('--replication-factor', opts.replicationFactor), config: parseConfig(opts.config) }],
+          [
+            {
+              name,
+              partitions: positiveInt('--partitions', opts.partitions),
+              ...(opts.replicationFactor !== undefined ? { replicationFactor: positiveInt('--replication-factor', opts.replicationFactor) } : {}),
+              config: parseConfig(opts.config),
+            },
+          ],
           { ifNotExists: opts.ifNotExists },
         );
         print({ created: name });
