@@ -44,6 +44,35 @@ async function produce(c: RawClient, topic: string, partition: number, records: 
 
 const values = (...v: string[]) => buildBatch(v.map((value) => ({ value })));
 
+describe('topic identity (KIP-516)', () => {
+  it('gives a re-created topic a new id, and refuses a produce or fetch aimed at the old one, writing nothing', async () => {
+    const b = await start();
+    const c = await client(b);
+    await createTopic(c, 'again');
+    const idOf = async () => (await c.call('Metadata', { topics: ['again'] })).topics[0]!.topicId ?? '';
+    const first = await idOf();
+    expect(first).toMatch(/^[0-9a-f]{8}$/);
+    expect((await produce(c, 'again', 0, await values('old'))).error ?? null).toBeNull();
+    await c.call('DeleteTopics', { names: ['again'] });
+    await createTopic(c, 'again');
+    const second = await idOf();
+    expect(second).not.toBe(first);
+    const stale = await c.call('Produce', { acks: Acks.ALL, timeoutMs: 5000, topics: [{ name: 'again', topicId: first, partitions: [{ partition: 0, records: await values('meant for the old one') }] }] });
+    const err = errorOf(stale.topics[0]!.partitions[0]!.error);
+    expect(err?.code).toBe('UNKNOWN_TOPIC_ID');
+    expect(err?.retriable).toBe(true);
+    const fetchAt = (topicId: string) =>
+      c.call('Fetch', { replicaId: -1, maxWaitMs: 0, minBytes: 0, maxBytes: 1 << 20, topics: [{ name: 'again', topicId, partitions: [{ partition: 0, fetchOffset: 0, maxBytes: 1 << 20 }] }] });
+    expect(codeFromWireError((await fetchAt(first)).topics[0]!.partitions[0]!.error)).toBe('UNKNOWN_TOPIC_ID');
+    const current = (await fetchAt(second)).topics[0]!.partitions[0]!;
+    expect(current.error ?? null).toBeNull();
+    expect(Number(current.logEndOffset)).toBe(0);
+    const ok = await c.call('Produce', { acks: Acks.ALL, timeoutMs: 5000, topics: [{ name: 'again', topicId: second, partitions: [{ partition: 0, records: await values('new') }] }] });
+    expect(ok.topics[0]!.partitions[0]!.error ?? null).toBeNull();
+    expect(Number(ok.topics[0]!.partitions[0]!.baseOffset)).toBe(0);
+  });
+});
+
 describe('broker topics', () => {
   it('creates, lists, describes and deletes topics, refusing bad names, configs and internal names', async () => {
     const b = await start();

@@ -3,7 +3,7 @@
  * any of the requested partitions (not a timer loop) until enough bytes arrived or `maxWaitMs`
  * passed. Bytes are the stored batches, sent as they are on disk.
  */
-import { EdgeqError, systemClock, type Clock } from '../core/index.ts';
+import { EdgeqError, isEdgeqError, systemClock, type Clock } from '../core/index.ts';
 import { OFFSET_RECORD_COUNT, batchSizeAt } from '../log/index.ts';
 import type { BrokerMetrics } from '../metrics/index.ts';
 import { wireError, type FetchPartitionResult, type FetchRequest, type FetchResponse } from '../protocol/index.ts';
@@ -43,12 +43,15 @@ export async function handleFetch(
   for (const t of req.topics) {
     for (const fp of t.partitions) {
       let partition: Partition | null = null;
+      let refused: Slot['refused'];
       try {
+        deps.topics.checkTopicId(t.name, t.topicId);
         partition = deps.topics.partition(t.name, fp.partition);
-      } catch {
+      } catch (err) {
         partition = null;
+        if (isEdgeqError(err, 'UNKNOWN_TOPIC_ID')) refused = wireError(err);
       }
-      slots.push({ topic: t.name, partitionIndex: fp.partition, partition, offset: fp.fetchOffset, maxBytes: fp.maxBytes, epoch: fp.currentLeaderEpoch });
+      slots.push({ topic: t.name, partitionIndex: fp.partition, partition, offset: fp.fetchOffset, maxBytes: fp.maxBytes, epoch: fp.currentLeaderEpoch, ...(refused ? { refused } : {}) });
     }
   }
   if (slots.length > deps.limits.fetchPartitionsMax) {
@@ -99,6 +102,11 @@ async function readAll(slots: Slot[], maxBytesTotal: number, replica: boolean): 
       leaderEpoch: -1,
     };
     try {
+      if (!s.partition && s.refused) {
+        r.error = s.refused;
+        out.push(r);
+        continue;
+      }
       if (!s.partition) {
         throw new EdgeqError('UNKNOWN_TOPIC_OR_PARTITION', `${s.topic}-${s.partitionIndex} does not exist`, {
           details: { topic: s.topic, partition: s.partitionIndex },

@@ -49,6 +49,7 @@ export interface HandlerDeps {
 export function createHandlers(d: HandlerDeps): Handlers {
   const topicMetadata = (view: TopicView): TopicMetadata => ({
     name: view.record.name,
+    topicId: view.record.id,
     internal: view.record.internal,
     partitions: view.partitions.map((p, index) => {
       const st = d.cell?.partitionState(view.record.name, index);

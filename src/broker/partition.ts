@@ -81,6 +81,8 @@ export class Partition {
   private readonly clock: Clock;
   private readonly storage: Storage;
   readonly topic: string;
+  /** The topic's identity (its record id): a topic created again under the same name has another. */
+  readonly topicId: string;
   readonly index: number;
   readonly log: PartitionLog;
   readonly producers: ProducerState;
@@ -91,6 +93,8 @@ export class Partition {
 
   constructor(o: {
     topic: string;
+    /** The topic record's id; empty where none is known. */
+    topicId?: string;
     index: number;
     log: PartitionLog;
     producers: ProducerState;
@@ -109,6 +113,7 @@ export class Partition {
     cellReplicas?: number[];
   }) {
     this.topic = o.topic;
+    this.topicId = o.topicId ?? '';
     this.index = o.index;
     this.log = o.log;
     this.producers = o.producers;

@@ -31,6 +31,7 @@ export async function handleProduce(
         t.partitions.map(async (pp): Promise<ProducePartitionResult> => {
           const base: ProducePartitionResult = { partition: pp.partition, baseOffset: -1, logAppendTimeMs: -1, logStartOffset: -1, leaderEpoch: -1 };
           try {
+            deps.topics.checkTopicId(t.name, t.topicId);
             const p = deps.topics.partition(t.name, pp.partition);
             base.leaderEpoch = p.leaderEpoch;
             const all = acks === Acks.ALL || acks === Acks.UNSPECIFIED;

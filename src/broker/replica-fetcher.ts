@@ -295,7 +295,8 @@ class LeaderFetcher {
       const p = f.partition;
       sent.set(keyOf(p), f);
       let t = req.topics.find((x) => x.name === p.topic);
-      if (!t) req.topics.push((t = { name: p.topic, partitions: [] }));
+      // The topic id makes a leader that holds another incarnation of the name refuse the fetch.
+      if (!t) req.topics.push((t = { name: p.topic, topicId: p.topicId, partitions: [] }));
       t.partitions.push({ partition: p.index, fetchOffset: p.logEndOffset, maxBytes: this.limits.replicaFetchPartitionBytesMax, currentLeaderEpoch: f.epoch });
     }
     const res = await conn.request('Fetch', req, { timeoutMs: this.limits.replicaFetchWaitMs + 10_000 });

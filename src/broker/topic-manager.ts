@@ -182,6 +182,21 @@ export class TopicManager {
     return p;
   }
 
+  /**
+   * Throws UNKNOWN_TOPIC_ID when a request resolved `topic` to another incarnation than the one
+   * here (KIP-516: the name was deleted and created again). An empty id skips the check; an
+   * unknown name is left to the partition lookup.
+   */
+  checkTopicId(topic: string, topicId: string | null | undefined): void {
+    if (!topicId) return;
+    const t = this.topics.get(topic);
+    if (t && t.record.id !== topicId) {
+      throw new EdgeqError('UNKNOWN_TOPIC_ID', `topic ${topic} is now ${t.record.id}, not ${topicId}: it was deleted and created again; refresh metadata`, {
+        details: { topic, topicId, currentTopicId: t.record.id },
+      });
+    }
+  }
+
   /** Partition count of every topic (for assignors and offset validation). */
   partitionCounts(): Map<string, number> {
     return new Map([...this.topics.values()].map((t) => [t.record.name, t.partitions.length]));
@@ -325,6 +340,7 @@ export class TopicManager {
     await epochs.rebuild(log);
     const p = new Partition({
       topic: rec.name,
+      topicId: rec.id,
       index,
       log,
       producers,

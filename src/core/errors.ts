@@ -65,6 +65,8 @@ export const ERROR_SPECS = {
   LEADER_NOT_AVAILABLE: { wire: 47, retriable: true, http: 503 },
   INVALID_MODEL: { wire: 48, retriable: false, http: 500 },
   INVALID_DATA: { wire: 49, retriable: false, http: 400 },
+  /** The request named a topic id the topic no longer has (it was deleted and created again). */
+  UNKNOWN_TOPIC_ID: { wire: 50, retriable: true, http: 404 },
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof ERROR_SPECS;

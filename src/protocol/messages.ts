@@ -57,6 +57,8 @@ export interface TopicMetadata {
   name: string;
   partitions: PartitionMetadata[];
   internal: boolean;
+  /** The topic's identity; a re-created topic has a new one (empty from an older broker). */
+  topicId?: string;
 }
 export interface MetadataResponse {
   brokers: BrokerInfo[];
@@ -78,6 +80,8 @@ export interface ProducePartition {
 export interface ProduceTopic {
   name: string;
   partitions: ProducePartition[];
+  /** The id the producer resolved the name to; empty or absent skips the check. */
+  topicId?: string;
 }
 export interface ProduceRequest {
   acks?: AcksValue;
@@ -111,6 +115,8 @@ export interface FetchPartition {
 export interface FetchTopic {
   name: string;
   partitions: FetchPartition[];
+  /** The id the consumer resolved the name to; empty or absent skips the check. */
+  topicId?: string;
 }
 export interface FetchRequest {
   /** A follower's broker id; absent (null once decoded) or -1 for consumers. */
