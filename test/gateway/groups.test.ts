@@ -1,9 +1,9 @@
 // Proves consumer groups over HTTP: two members split a topic's partitions and together read every record once, a commit makes the next member continue after the committed offsets, an idle member expires and its partitions go to the other member, and unknown members, bad bodies and members past membersMax are refused as problem+json.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually } from '../../test/helpers/cell.ts';
-import type { EdgeqClient } from '../client/index.ts';
-import { createGatewayApp, type GatewayApp } from './index.ts';
-import { GatewayOnCell } from './test-support.ts';
+import { eventually } from '../helpers/cell.ts';
+import type { EdgeqClient } from '../../src/client/index.ts';
+import { createGatewayApp, type GatewayApp } from '../../src/gateway/index.ts';
+import { GatewayOnCell } from './gateway-on-cell.ts';
 
 const MEMBER_IDLE_MS = 1_500;
 

@@ -3,9 +3,9 @@
  * cell, with its topics created through the gateway's own API, so route tests start from the
  * same place and tear down in the same order.
  */
-import { eventually, TestCell } from '../../test/helpers/cell.ts';
-import { createClient, type EdgeqClient } from '../client/index.ts';
-import { createGatewayApp, type GatewayApp, type GatewayDeps } from './index.ts';
+import { eventually, TestCell } from '../helpers/cell.ts';
+import { createClient, type EdgeqClient } from '../../src/client/index.ts';
+import { createGatewayApp, type GatewayApp, type GatewayDeps } from '../../src/gateway/index.ts';
 
 /** A topic as POST /v1/topics takes it; replication factor 3 unless given. */
 export interface TopicBody {
