@@ -8,7 +8,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Consumer, ConsumerRecord, EdgeqClient, TopicPartitionOffset } from '../client/index.ts';
-import { EdgeqError } from '../core/index.ts';
+import { EdgeqError, isEdgeqError, type ErrorCode } from '../core/index.ts';
 import type { GatewayLimits } from './limits.ts';
 
 /** Most topics one member may subscribe to (bounds the body and the group's metadata). */
@@ -17,6 +17,8 @@ export const MEMBER_TOPICS_MAX = 100;
 export const MEMBERS_RETRY_AFTER_MS = 5_000;
 /** Floor of the expiry sweep period; the sweep runs at a quarter of `memberIdleMsMax` above it. */
 export const MEMBER_SWEEP_MS_MIN = 50;
+/** Group errors a member recovers from by rejoining, which its consumer does on its own. */
+const REJOIN_CODES: ReadonlySet<ErrorCode> = new Set(['ILLEGAL_GENERATION', 'UNKNOWN_MEMBER_ID', 'REBALANCE_IN_PROGRESS']);
 
 interface Member {
   id: string;
@@ -111,9 +113,23 @@ export class GroupMembers {
     return this.use(group, id, (c) => c.poll({ maxRecords: o.maxRecords, timeoutMs: o.waitMs }));
   }
 
-  /** Commits `offsets`, or without them the positions after everything polled so far. */
-  commit(group: string, id: string, offsets?: TopicPartitionOffset[]): Promise<void> {
-    return this.use(group, id, (c) => c.commit(offsets));
+  /**
+   * Commits `offsets`, or without them the positions after everything polled so far. A refusal
+   * from a rebalance (the member's generation is over, or it was dropped) is answered retriable:
+   * the member's consumer rejoins the group by itself, so the client polls again and commits what
+   * that poll returned, through the same member id.
+   */
+  async commit(group: string, id: string, offsets?: TopicPartitionOffset[]): Promise<void> {
+    try {
+      await this.use(group, id, (c) => c.commit(offsets));
+    } catch (err) {
+      if (!isEdgeqError(err) || !REJOIN_CODES.has(err.code)) throw err;
+      throw new EdgeqError(err.code, `${err.message}; member "${id}" rejoins group "${group}" by itself: poll again, then commit what that poll returned`, {
+        cause: err,
+        retriable: true,
+        details: { ...err.details, group, memberId: id, rejoining: true },
+      });
+    }
   }
 
   /** Removes a member and waits for its consumer to leave the group. */
