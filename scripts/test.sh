@@ -6,6 +6,15 @@ source scripts/ensure.sh
 ensure_node_modules
 # Real etcd for the arbiter's contract and quorum tests (Debian's package starts no service).
 ensure_apt_package etcd etcd-server etcd-client
+# promtool, which the HTTP conformance test runs over every process's /metrics: Debian ships it
+# only in the prometheus package, which also enables a Prometheus server (:9090) where systemd
+# runs; the tests need only the tool, so a server installed here is stopped and disabled again.
+if ! command -v promtool >/dev/null 2>&1; then
+  ensure_apt_package promtool prometheus
+  if [ -d /run/systemd/system ]; then
+    $([ "$(id -u)" != "0" ] && echo sudo) systemctl disable --now prometheus >&2 || true
+  fi
+fi
 echo "edgeq: typecheck" >&2
 npx tsc --noEmit -p tsconfig.json
 echo "edgeq: tests" >&2

@@ -63,6 +63,10 @@ export class GroupMember {
   private assignment: TopicPartition[] = [];
   private joining: Promise<void> | null = null;
   private rejoinRequested = false;
+  /** True while `onRevoke` runs inside a join: its commit belongs to the generation being left. */
+  private revoking = false;
+  /** False until the first join completed: until then the member has consumed nothing of its own. */
+  private joinedOnce = false;
   private heartbeatTimer: TimerHandle | null = null;
   private readonly logger: Logger;
 
@@ -131,10 +135,13 @@ export class GroupMember {
     if (this.assignment.length > 0) {
       const revoked = this.assignment;
       this.assignment = [];
+      this.revoking = true;
       try {
         await this.hooks.onRevoke(revoked);
       } catch (err) {
         this.logger.warn({ err: toEdgeqError(err).message }, 'revoke hook failed');
+      } finally {
+        this.revoking = false;
       }
     }
     const joinTimeoutMs = this.options.rebalanceTimeoutMs + this.options.requestTimeoutMs;
@@ -177,6 +184,7 @@ export class GroupMember {
       isRetriable: (e) => e.retriable || e.code === 'ILLEGAL_GENERATION' || e.code === 'UNKNOWN_MEMBER_ID',
     });
     this.logger.info({ generationId: this.generationId, memberId: this.memberId, leader: this.leaderId === this.memberId, partitions: this.assignment.length }, 'joined group');
+    this.joinedOnce = true;
     if ((this.state as State) === 'closed') return;
     // Stable before onAssign runs: heartbeats must flow while it fetches offsets.
     this.state = 'stable';
@@ -253,11 +261,17 @@ export class GroupMember {
 
   /**
    * Commits offsets under the current generation (or as a non-member with generation -1 when
-   * `asMember` is false). ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID / REBALANCE_IN_PROGRESS also
-   * start a rejoin.
+   * `asMember` is false). A member that never held a generation (its first join is under way)
+   * first waits for that join: the coordinator refuses a member's commit without a generation,
+   * and such a member has no earlier generation whose partitions it could be committing for.
+   * ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID / REBALANCE_IN_PROGRESS also start a rejoin, but only
+   * when they answer the membership the commit was sent under: a refusal that arrives after a
+   * newer join answered must not make the member forget the id it was just given (a second member
+   * would join while the first stayed until its session expired: issue 11, finding 12).
    */
   async commit(offsets: readonly TopicPartitionOffset[], asMember = true): Promise<void> {
     if (offsets.length === 0) return;
+    if (asMember && !this.joinedOnce && !this.revoking) await this.ensureActive();
     const topics = new Map<string, OffsetCommitTopic>();
     for (const o of offsets) {
       let t = topics.get(o.topic);
@@ -267,11 +281,13 @@ export class GroupMember {
       }
       t.partitions.push({ partition: o.partition, offset: o.offset });
     }
+    const generationId = asMember ? this.generationId : -1;
+    const memberId = asMember ? this.memberId : '';
     const conn = await this.coordinator();
     const res = await conn.request('OffsetCommit', {
       groupId: this.options.groupId,
-      generationId: asMember ? this.generationId : -1,
-      memberId: asMember ? this.memberId : '',
+      generationId,
+      memberId,
       topics: [...topics.values()],
     });
     let err = errorOf(res.error, { groupId: this.options.groupId });
@@ -283,9 +299,12 @@ export class GroupMember {
       }
     }
     if (err) {
+      const current = this.memberId === memberId && this.generationId === generationId;
       if (asMember && (err.code === 'ILLEGAL_GENERATION' || err.code === 'UNKNOWN_MEMBER_ID' || err.code === 'REBALANCE_IN_PROGRESS')) {
-        this.onGroupError(err);
-        this.requestRejoin(`commit failed: ${err.code}`);
+        if (current) {
+          this.onGroupError(err);
+          this.requestRejoin(`commit failed: ${err.code}`);
+        }
       } else {
         this.onGroupError(err);
       }

@@ -16,7 +16,7 @@ import { resolveLimits, type GatewayLimits } from './limits.ts';
 import { StreamSlots, streamPartition } from './stream.ts';
 import { GatewayMetrics, type GatewayAcksLabel } from './metrics.ts';
 import { isPlainObject, parseJsonObject } from './json-body.ts';
-import { GroupMembers, MEMBER_TOPICS_MAX, type JoinRequest } from './groups.ts';
+import { checkGroupId, GroupMembers, MEMBER_TOPICS_MAX, type JoinRequest } from './groups.ts';
 import { checkBatches, checkRecords, recordBytes, parseJsonRecords, parseProtobufBatches, parseValueEncoding, toJsonRecord, type GatewayRecord } from './records.ts';
 
 /** What the app is built from. */
@@ -283,6 +283,7 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
 
   app.post('/v1/groups/:group/members', async (c) => {
     const group = c.req.param('group');
+    checkGroupId(group);
     requireJson(c);
     const req = parseJoin(await readBody(c, limits.bodyBytesMax));
     for (const t of req.topics) authorize(c, 'read', t);

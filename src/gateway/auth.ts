@@ -122,9 +122,10 @@ export function auth(authenticator: Authenticator | null): MiddlewareHandler<{ V
       return next();
     }
     const key = presentedKey(c);
-    if (key === null) throw new EdgeqError('UNAUTHENTICATED', 'an API key is needed: Authorization: Bearer <key> or X-Api-Key');
+    // `presented` picks the WWW-Authenticate challenge (errors.ts): none given, or one that is not valid.
+    if (key === null) throw new EdgeqError('UNAUTHENTICATED', 'an API key is needed: Authorization: Bearer <key> or X-Api-Key', { details: { presented: false } });
     const principal = authenticator.authenticate(key);
-    if (!principal) throw new EdgeqError('UNAUTHENTICATED', 'the API key is not valid');
+    if (!principal) throw new EdgeqError('UNAUTHENTICATED', 'the API key is not valid', { details: { presented: true } });
     c.set('principal', principal);
     return next();
   };

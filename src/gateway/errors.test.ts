@@ -1,4 +1,4 @@
-// Proves errors become RFC 9457 problem+json with the status from the core error table, that throttling carries Retry-After, that unexpected errors do not leak their message, and that the limits are checked at start-up.
+// Proves errors become RFC 9457 problem+json with the status from the core error table, that throttling carries Retry-After and 401s a WWW-Authenticate challenge, that unexpected errors do not leak their message, and that the limits are checked at start-up.
 import { describe, expect, it } from 'vitest';
 import { EdgeqError, ERROR_SPECS } from '../core/index.ts';
 import { GATEWAY_LIMITS, problemResponse, resolveLimits, toProblem } from './index.ts';
@@ -20,6 +20,14 @@ describe('problem+json', () => {
     const hinted = problemResponse(new EdgeqError('THROTTLED', 'slow down', { details: { retryAfterMs: 2500 } }));
     expect(hinted.headers.get('retry-after')).toBe('3');
     expect(problemResponse(new EdgeqError('NOT_FOUND', 'x')).headers.get('retry-after')).toBeNull();
+  });
+
+  it('answers 401 with a WWW-Authenticate challenge (RFC 9110), invalid_token when a key was given', () => {
+    const missing = problemResponse(new EdgeqError('UNAUTHENTICATED', 'no key', { details: { presented: false } }));
+    expect(missing.headers.get('www-authenticate')).toBe('Bearer realm="edgeq"');
+    const bad = problemResponse(new EdgeqError('UNAUTHENTICATED', 'bad key', { details: { presented: true } }));
+    expect(bad.headers.get('www-authenticate')).toMatch(/^Bearer realm="edgeq", error="invalid_token"/);
+    expect(problemResponse(new EdgeqError('FORBIDDEN', 'x')).headers.get('www-authenticate')).toBeNull();
   });
 
   it('hides the message of anything that is not an EdgeqError', async () => {

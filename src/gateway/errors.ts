@@ -41,10 +41,23 @@ export function toProblem(err: unknown): Problem {
   return { type: problemType(e.code), title: titleOf(e.code), status: ERROR_SPECS[e.code].http, code: e.code, detail: e.message, retriable: e.retriable };
 }
 
-/** Builds the problem+json response for `err` (429 answers carry Retry-After). */
+/** The realm of the gateway's `WWW-Authenticate` challenges. */
+export const AUTH_REALM = 'edgeq';
+
+/**
+ * The challenge of a 401 (RFC 9110 §11.6.1 requires one): Bearer (RFC 6750), whose token is the
+ * API key; `error="invalid_token"` when a key was presented and matched none.
+ */
+function challenge(err: unknown): string {
+  const invalid = err instanceof EdgeqError && err.details['presented'] === true;
+  return `Bearer realm="${AUTH_REALM}"${invalid ? ', error="invalid_token", error_description="the API key is not valid"' : ''}`;
+}
+
+/** Builds the problem+json response for `err` (429 answers carry Retry-After, 401 answers WWW-Authenticate). */
 export function problemResponse(err: unknown): Response {
   const problem = toProblem(err);
   const headers = new Headers({ 'content-type': PROBLEM_CONTENT_TYPE });
+  if (problem.status === 401) headers.set('www-authenticate', challenge(err));
   if (problem.status === 429) {
     const hintMs = err instanceof EdgeqError ? err.details['retryAfterMs'] : undefined;
     const seconds = typeof hintMs === 'number' && hintMs > 0 ? Math.ceil(hintMs / 1000) : RETRY_AFTER_SECONDS_DEFAULT;

@@ -8,7 +8,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Consumer, ConsumerRecord, EdgeqClient, TopicPartitionOffset } from '../client/index.ts';
-import { EdgeqError } from '../core/index.ts';
+import { EdgeqError, isEdgeqError, type ErrorCode } from '../core/index.ts';
+import { COORDINATOR_DEFAULTS } from '../group/index.ts';
 import type { GatewayLimits } from './limits.ts';
 
 /** Most topics one member may subscribe to (bounds the body and the group's metadata). */
@@ -17,6 +18,24 @@ export const MEMBER_TOPICS_MAX = 100;
 export const MEMBERS_RETRY_AFTER_MS = 5_000;
 /** Floor of the expiry sweep period; the sweep runs at a quarter of `memberIdleMsMax` above it. */
 export const MEMBER_SWEEP_MS_MIN = 50;
+/**
+ * Longest group id, in UTF-8 bytes: the coordinator's bound (Kafka tools assume ≤ 255). Checked at
+ * join, or the member would be created and only its consumer's join would fail, on every poll.
+ */
+export const GROUP_ID_BYTES_MAX = COORDINATOR_DEFAULTS.groupIdBytesMax;
+// C0 and C1 control characters and DEL, which the coordinator refuses in group ids too.
+// eslint-disable-next-line no-control-regex
+const CONTROL_CHARS = /[\u0000-\u001f\u007f-\u009f]/;
+
+/** Throws INVALID_GROUP unless `group` is an id the coordinator accepts. */
+export function checkGroupId(group: string): void {
+  if (group === '' || Buffer.byteLength(group, 'utf8') > GROUP_ID_BYTES_MAX || CONTROL_CHARS.test(group)) {
+    throw new EdgeqError('INVALID_GROUP', `group id must be 1..${GROUP_ID_BYTES_MAX} UTF-8 bytes without control characters`, { details: { groupIdBytesMax: GROUP_ID_BYTES_MAX } });
+  }
+}
+
+/** Group errors a member recovers from by rejoining, which its consumer does on its own. */
+const REJOIN_CODES: ReadonlySet<ErrorCode> = new Set(['ILLEGAL_GENERATION', 'UNKNOWN_MEMBER_ID', 'REBALANCE_IN_PROGRESS']);
 
 interface Member {
   id: string;
@@ -111,9 +130,23 @@ export class GroupMembers {
     return this.use(group, id, (c) => c.poll({ maxRecords: o.maxRecords, timeoutMs: o.waitMs }));
   }
 
-  /** Commits `offsets`, or without them the positions after everything polled so far. */
-  commit(group: string, id: string, offsets?: TopicPartitionOffset[]): Promise<void> {
-    return this.use(group, id, (c) => c.commit(offsets));
+  /**
+   * Commits `offsets`, or without them the positions after everything polled so far. A refusal
+   * from a rebalance (the member's generation is over, or it was dropped) is answered retriable:
+   * the member's consumer rejoins the group by itself, so the client polls again and commits what
+   * that poll returned, through the same member id.
+   */
+  async commit(group: string, id: string, offsets?: TopicPartitionOffset[]): Promise<void> {
+    try {
+      await this.use(group, id, (c) => c.commit(offsets));
+    } catch (err) {
+      if (!isEdgeqError(err) || !REJOIN_CODES.has(err.code)) throw err;
+      throw new EdgeqError(err.code, `${err.message}; member "${id}" rejoins group "${group}" by itself: poll again, then commit what that poll returned`, {
+        cause: err,
+        retriable: true,
+        details: { ...err.details, group, memberId: id, rejoining: true },
+      });
+    }
   }
 
   /** Removes a member and waits for its consumer to leave the group. */

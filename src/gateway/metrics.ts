@@ -10,10 +10,10 @@
  * HTTP defines (others share `OTHER`), `status` a 3-digit code, `acks` one of 3 values.
  */
 import type { IntervalHistogram } from 'node:perf_hooks';
-import { registerEventLoopDelay } from '../metrics/index.ts';
+import { registerEventLoopDelay, registerProcessMetrics } from '../metrics/index.ts';
 import type { MiddlewareHandler } from 'hono';
 import { routePath } from 'hono/route';
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Histogram, Registry } from 'prom-client';
 
 /** How the produce asked for durability, as a label. */
 export type GatewayAcksLabel = '0' | '1' | 'all';
@@ -69,7 +69,7 @@ export class GatewayMetrics {
     // Node's event-loop delay, read and reset at each scrape (as the broker's metric does).
     this.eventLoop = registerEventLoopDelay(registers);
 
-    if (options.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
+    if (options.processMetrics !== false) registerProcessMetrics(this.registry);
   }
 
   /**

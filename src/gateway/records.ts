@@ -69,8 +69,9 @@ export function parseJsonRecords(body: Buffer): GatewayRecord[] {
       }
     }
     const partition = raw['partition'];
-    if (partition !== undefined && partition !== null && !(typeof partition === 'number' && Number.isSafeInteger(partition))) {
-      throw invalid(`record ${i}: partition must be an integer`, { record: i });
+    // A negative partition is a malformed request (400), not an unknown partition (404).
+    if (partition !== undefined && partition !== null && !(typeof partition === 'number' && Number.isSafeInteger(partition) && partition >= 0)) {
+      throw invalid(`record ${i}: partition must be an integer >= 0`, { record: i });
     }
     return {
       key: typeof key === 'string' ? Buffer.from(key, 'utf8') : null,

@@ -12,7 +12,8 @@
  */
 import type { IntervalHistogram } from 'node:perf_hooks';
 import { registerEventLoopDelay } from './event-loop.ts';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { registerProcessMetrics } from './process-metrics.ts';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /** What the gauges read from one local replica (a broker `Partition` has this shape). */
 export interface PartitionGaugeSource {
@@ -134,7 +135,7 @@ export class BrokerMetrics {
     // time since the previous scrape (prom-client's nodejs_eventloop_lag_* do the same).
     this.eventLoop = registerEventLoopDelay(registers);
 
-    if (options.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
+    if (options.processMetrics !== false) registerProcessMetrics(this.registry);
   }
 
   /** Starts reading partition gauges from `source` (the broker's topics) at each scrape. */

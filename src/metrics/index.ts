@@ -11,4 +11,5 @@ export {
   type PartitionsSource,
 } from './broker-metrics.ts';
 export { ADMIN_HOST, startAdminServer, type AdminServer } from './admin-server.ts';
-export { registerEventLoopDelay } from './event-loop.ts';
+export { EVENT_LOOP_DELAY_METRIC, registerEventLoopDelay } from './event-loop.ts';
+export { registerProcessMetrics } from './process-metrics.ts';

@@ -1,9 +1,9 @@
 // Proves /readyz answers 503 with a typed problem when a partition has no live leader (its only
 // replica's broker is gone), and 200 again once that broker is back.
 import { afterAll, describe, expect, it } from 'vitest';
-import { eventually, TestCell } from '../../test/helpers/cell.ts';
-import { createClient } from '../client/index.ts';
-import { createGatewayApp } from './index.ts';
+import { eventually, TestCell } from '../helpers/cell.ts';
+import { createClient } from '../../src/client/index.ts';
+import { createGatewayApp } from '../../src/gateway/index.ts';
 
 const cell = new TestCell();
 afterAll(async () => cell.close());

@@ -1,9 +1,9 @@
 // Proves API-key auth over a real cell: missing or bad keys get 401, keys without the grant get 403 and write nothing, granted keys pass (Bearer or X-Api-Key), and auth null lets everything through.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TestCell } from '../../test/helpers/cell.ts';
-import type { EdgeqClient } from '../client/index.ts';
-import { Authenticator, createGatewayApp, hashApiKey, type GatewayApp } from './index.ts';
-import { GatewayOnCell } from './test-support.ts';
+import type { TestCell } from '../helpers/cell.ts';
+import type { EdgeqClient } from '../../src/client/index.ts';
+import { Authenticator, createGatewayApp, hashApiKey, type GatewayApp } from '../../src/gateway/index.ts';
+import { GatewayOnCell } from './gateway-on-cell.ts';
 
 const TOPIC = 'auth-orders';
 const KEYS = {

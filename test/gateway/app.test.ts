@@ -1,11 +1,11 @@
 // Proves every gateway route answers its happy path against a real 3-broker cell, and that every refused request answers the right problem+json status and code without moving any high watermark.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TestCell } from '../../test/helpers/cell.ts';
-import { createClient, type EdgeqClient } from '../client/index.ts';
-import { buildBatch, readBatchHeader, recomputeCrc } from '../log/index.ts';
-import { Acks, decodeBody, encodeMessage, type ProduceResponse } from '../protocol/index.ts';
-import { createGatewayApp, type GatewayApp } from './index.ts';
-import { GatewayOnCell } from './test-support.ts';
+import type { TestCell } from '../helpers/cell.ts';
+import { createClient, type EdgeqClient } from '../../src/client/index.ts';
+import { buildBatch, readBatchHeader, recomputeCrc } from '../../src/log/index.ts';
+import { Acks, decodeBody, encodeMessage, type ProduceResponse } from '../../src/protocol/index.ts';
+import { createGatewayApp, type GatewayApp } from '../../src/gateway/index.ts';
+import { GatewayOnCell } from './gateway-on-cell.ts';
 
 const LIMITS = { bodyBytesMax: 64 * 1024, recordBytesMax: 4 * 1024, waitMsMax: 5_000, recordsMax: 1_000 };
 const TOPIC = 'gw-orders';

@@ -3,9 +3,9 @@
  * cell, with its topics created through the gateway's own API, so route tests start from the
  * same place and tear down in the same order.
  */
-import { eventually, TestCell } from '../../test/helpers/cell.ts';
-import { createClient, type EdgeqClient } from '../client/index.ts';
-import { createGatewayApp, type GatewayApp, type GatewayDeps } from './index.ts';
+import { eventually, TestCell, type TestCellOptions } from '../helpers/cell.ts';
+import { createClient, type EdgeqClient } from '../../src/client/index.ts';
+import { createGatewayApp, type GatewayApp, type GatewayDeps } from '../../src/gateway/index.ts';
 
 /** A topic as POST /v1/topics takes it; replication factor 3 unless given. */
 export interface TopicBody {
@@ -22,6 +22,8 @@ export interface GatewayOnCellOptions extends Omit<GatewayDeps, 'client'> {
   adminHeaders?: Record<string, string>;
   /** Wait until /readyz answers 200 (every partition has a leader). Default true. */
   waitReady?: boolean;
+  /** Options of the in-process cell (e.g. its brokers' group coordinator settings). */
+  cell?: TestCellOptions;
 }
 
 /** Deadline for a new cell's partitions to all have leaders. */
@@ -37,8 +39,8 @@ export class GatewayOnCell {
 
   /** Starts the cell and the app, creates the topics (each must answer 201) and waits for readiness. */
   static async start(options: GatewayOnCellOptions): Promise<GatewayOnCell> {
-    const { topics, adminHeaders = {}, waitReady = true, ...deps } = options;
-    const cell = await new TestCell().start();
+    const { topics, adminHeaders = {}, waitReady = true, cell: cellOptions = {}, ...deps } = options;
+    const cell = await new TestCell(cellOptions).start();
     const client = createClient({ brokers: cell.addresses() });
     const gw = new GatewayOnCell(cell, client, createGatewayApp({ client, ...deps }));
     for (const t of topics) {

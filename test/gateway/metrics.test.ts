@@ -1,8 +1,8 @@
 // Proves the gateway's GET /metrics serves its own registry's Prometheus text, with request counters labelled by route pattern (not raw path), method and status, request and produce latency histograms, produce record/byte counters by acks, event-loop delay and process metrics.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EdgeqClient } from '../client/index.ts';
-import { createGatewayApp, type GatewayApp } from './index.ts';
-import { GatewayOnCell } from './test-support.ts';
+import type { EdgeqClient } from '../../src/client/index.ts';
+import { createGatewayApp, type GatewayApp } from '../../src/gateway/index.ts';
+import { GatewayOnCell } from './gateway-on-cell.ts';
 
 const TOPIC = 'gw-metrics';
 

@@ -1,8 +1,8 @@
 // Proves the SSE stream route sends a partition's records in offset order with id = offset from the asked offset, sends heartbeats while idle, frees its slot when the client goes away or the gateway stops, resumes after Last-Event-ID, refuses streams past streamsMax with 429, and refuses bad parameters, offsets past the end and unknown topics with problem+json.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually } from '../../test/helpers/cell.ts';
-import type { GatewayApp } from './index.ts';
-import { GatewayOnCell } from './test-support.ts';
+import { eventually } from '../helpers/cell.ts';
+import type { GatewayApp } from '../../src/gateway/index.ts';
+import { GatewayOnCell } from './gateway-on-cell.ts';
 
 const TOPIC = 'gw-stream';
 const LIMITS = { streamsMax: 2, streamHeartbeatMs: 300 };

@@ -1,0 +1,189 @@
+/**
+ * The gateways the HTTP conformance test talks to: one in-process cell of 3 brokers (real TCP,
+ * real logs, each serving its Prometheus /metrics), and two gateway apps over it served over real
+ * HTTP on 127.0.0.1, one without auth and one with API keys. Every request goes through `call`,
+ * which checks the exchange against docs/openapi.yaml and fails the test on the first mismatch.
+ */
+import { serve, type ServerType } from '@hono/node-server';
+import { expect } from 'vitest';
+import { createClient, type EdgeqClient } from '../../src/client/index.ts';
+import { Authenticator, createGatewayApp, hashApiKey, type GatewayApp, type GatewayLimits } from '../../src/gateway/index.ts';
+import { TestCell } from '../helpers/cell.ts';
+import type { OpenApiContract } from './openapi-contract.ts';
+
+/** Small bounds, so every 413 and 429 of the document can be reached with a few requests. */
+export const LIMITS: Partial<GatewayLimits> = {
+  bodyBytesMax: 64 * 1024,
+  recordBytesMax: 4 * 1024,
+  recordsMax: 100,
+  waitMsMax: 5_000,
+  readsInflightMax: 2,
+  streamsMax: 1,
+  streamHeartbeatMs: 300,
+  membersMax: 2,
+};
+
+/** The keyed gateway's topic: the grants below name it. */
+export const KEYED_TOPIC = 'k-main';
+
+/** API keys of the keyed gateway, by what they may do. */
+export const KEYS = {
+  admin: 'conformance-admin-0123456789',
+  writer: 'conformance-writer-0123456789',
+  reader: 'conformance-reader-0123456789',
+  /** A valid key with grants on another topic only. */
+  stranger: 'conformance-stranger-0123456789',
+} as const;
+
+function keysDoc() {
+  const sha = (k: string) => hashApiKey(k).toString('hex');
+  return {
+    keys: [
+      { sha256: sha(KEYS.admin), tenant: 'ops', grants: [{ topic: '*', actions: ['admin', 'read', 'write'] as const }] },
+      { sha256: sha(KEYS.writer), tenant: 'shop', grants: [{ topic: KEYED_TOPIC, actions: ['write'] as const }] },
+      { sha256: sha(KEYS.reader), tenant: 'analytics', grants: [{ topic: KEYED_TOPIC, actions: ['read'] as const }] },
+      { sha256: sha(KEYS.stranger), tenant: 'elsewhere', grants: [{ topic: 'unrelated', actions: ['read'] as const }] },
+    ],
+  };
+}
+
+/** What a call sends. */
+export interface CallOptions {
+  /** Sent as `Authorization: Bearer <key>`. */
+  key?: string;
+  json?: unknown;
+  body?: Uint8Array | string;
+  /** Content-Type of `body`. */
+  type?: string;
+  headers?: Record<string, string>;
+}
+
+/** One answer, already checked against the document. */
+export interface Answer {
+  status: number;
+  headers: Headers;
+  text: string;
+  json<T = Record<string, unknown>>(): T;
+}
+
+/** An open SSE stream, checked when its headers arrived. */
+export interface OpenStream {
+  status: number;
+  /** Reads until the first event or heartbeat comment arrives. */
+  firstFrame(timeoutMs: number): Promise<string>;
+  close(): Promise<void>;
+}
+
+/** A gateway served over HTTP. */
+export class ServedGateway {
+  constructor(
+    readonly name: string,
+    readonly app: GatewayApp,
+    private readonly server: ServerType,
+    readonly url: string,
+    private readonly contract: OpenApiContract,
+  ) {}
+
+  private request(method: string, path: string, o: CallOptions): { init: RequestInit; headers: Record<string, string> } {
+    const headers: Record<string, string> = { ...(o.headers ?? {}) };
+    if (o.key !== undefined) headers['authorization'] = `Bearer ${o.key}`;
+    let body: Uint8Array | string | undefined = o.body;
+    if (o.json !== undefined) {
+      body = JSON.stringify(o.json);
+      headers['content-type'] ??= 'application/json';
+    }
+    if (o.type !== undefined) headers['content-type'] = o.type;
+    return { init: { method, headers, ...(body === undefined ? {} : { body }) }, headers };
+  }
+
+  private expectConforming(method: string, path: string, sent: Record<string, string>, o: CallOptions, res: Response, text: string | null): void {
+    const problems = this.contract.check({ method, url: path, requestHeaders: sent, requestJson: o.json, status: res.status, responseHeaders: res.headers, responseText: text });
+    expect(problems, `${this.name}: ${method} ${path}\n${problems.join('\n')}\nbody: ${text?.slice(0, 500) ?? '(stream)'}`).toEqual([]);
+  }
+
+  /** Sends a request, reads the whole answer and checks it against the document. */
+  async call(method: string, path: string, o: CallOptions = {}): Promise<Answer> {
+    const { init, headers } = this.request(method, path, o);
+    const res = await fetch(`${this.url}${path}`, init);
+    const text = await res.text();
+    this.expectConforming(method, path, headers, o, res, text);
+    return { status: res.status, headers: res.headers, text, json: <T>() => JSON.parse(text) as T };
+  }
+
+  /** Opens an SSE stream (any answer that is not a stream is read and checked like `call`). */
+  async stream(path: string, o: CallOptions = {}): Promise<OpenStream> {
+    const { init, headers } = this.request('GET', path, o);
+    const abort = new AbortController();
+    const res = await fetch(`${this.url}${path}`, { ...init, signal: abort.signal });
+    const isStream = res.status === 200;
+    const text = isStream ? null : await res.text();
+    this.expectConforming('GET', path, headers, o, res, text);
+    const reader = isStream ? res.body!.getReader() : null;
+    return {
+      status: res.status,
+      async firstFrame(timeoutMs: number) {
+        if (!reader) throw new Error(`not a stream: ${res.status}`);
+        const decoder = new TextDecoder();
+        let got = '';
+        const timer = setTimeout(() => abort.abort(), timeoutMs);
+        try {
+          while (!got.includes('\n\n')) {
+            const { done, value } = await reader.read();
+            if (done) break;
+            got += decoder.decode(value, { stream: true });
+          }
+        } finally {
+          clearTimeout(timer);
+        }
+        return got;
+      },
+      async close() {
+        abort.abort();
+        await reader?.cancel().catch(() => undefined);
+      },
+    };
+  }
+
+  async close(): Promise<void> {
+    this.app.endStreams();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    await this.app.close();
+  }
+}
+
+/** The cell and the two gateways. */
+export class ConformanceRig {
+  private constructor(
+    readonly cell: TestCell,
+    readonly client: EdgeqClient,
+    readonly open: ServedGateway,
+    readonly keyed: ServedGateway,
+  ) {}
+
+  static async start(contract: OpenApiContract): Promise<ConformanceRig> {
+    const cell = await new TestCell({ broker: { adminPort: 0 } }).start();
+    const client = createClient({ brokers: cell.addresses(), metadataMaxAgeMs: 500 });
+    const open = await serveGateway('open', createGatewayApp({ client, limits: LIMITS }), contract);
+    const keyed = await serveGateway('keyed', createGatewayApp({ client, limits: LIMITS, auth: Authenticator.fromJson(keysDoc()) }), contract);
+    return new ConformanceRig(cell, client, open, keyed);
+  }
+
+  /** Every broker's /metrics URL. */
+  brokerMetricsUrls(): string[] {
+    return [...this.cell.brokers.values()].map((b) => `http://127.0.0.1:${b.adminPort}/metrics`);
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([this.open.close(), this.keyed.close()]);
+    await this.client.close();
+    await this.cell.close();
+  }
+}
+
+async function serveGateway(name: string, app: GatewayApp, contract: OpenApiContract): Promise<ServedGateway> {
+  return new Promise((resolve) => {
+    const server = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, (info) => {
+      resolve(new ServedGateway(name, app, server, `http://127.0.0.1:${info.port}`, contract));
+    });
+  });
+}
