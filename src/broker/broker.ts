@@ -273,6 +273,7 @@ export class Broker {
             const t = this.topics.get(topic);
             return t !== undefined && partition >= 0 && partition < t.partitions.length;
           },
+          topicIdOf: (topic: string) => this.topics.get(topic)?.record.id,
         },
         this.options.group ?? {},
       );

@@ -304,6 +304,36 @@ describe('GroupCoordinator: membership', () => {
   });
 });
 
+describe('GroupCoordinator: offsets and topic identity (KIP-516)', () => {
+  it('never serves an offset committed for an earlier incarnation of a topic, and refuses a commit aimed at one', async () => {
+    const ids = new Map([['t', 'aaaa']]);
+    const log = await PartitionLog.open('/offsets-id', { retentionMs: -1 }, { storage: new MemoryStorage() });
+    const clock = new FakeClock();
+    const deps = { clock, topicIdOf: (topic: string) => ids.get(topic) };
+    const coord = new GroupCoordinator({ offsets: await OffsetStore.load(log, { clock }), ...deps }, { initialRebalanceDelayMs: 0 });
+    const commit = (topicId?: string) =>
+      coord.commitOffsets({ groupId: 'g', generationId: -1, memberId: '', topics: [{ name: 't', ...(topicId ? { topicId } : {}), partitions: [{ partition: 0, offset: 40 }] }] });
+    expect(commitCodes(await commit('aaaa'))).toEqual([null]);
+    const fetchAll = async () => (await coord.fetchOffsets({ groupId: 'g' })).topics;
+    const fetchOne = async () => (await coord.fetchOffsets({ groupId: 'g', topics: [{ name: 't', partitions: [0] }] })).topics[0]!.partitions[0]!.offset;
+    expect(await fetchOne()).toBe(40);
+    // The topic is deleted and created again: the same name, another id.
+    ids.set('t', 'bbbb');
+    expect(await fetchOne()).toBe(-1);
+    expect(await fetchAll()).toEqual([]);
+    // A consumer still on the old topic commits: refused, nothing written.
+    const end = log.logEndOffset;
+    expect(commitCodes(await commit('aaaa'))).toEqual(['UNKNOWN_TOPIC_ID']);
+    expect(log.logEndOffset).toBe(end);
+    // After a coordinator restart (replay of the log) the old offset is still not served.
+    const again = new GroupCoordinator({ offsets: await OffsetStore.load(log, { clock }), ...deps }, { initialRebalanceDelayMs: 0 });
+    expect((await again.fetchOffsets({ groupId: 'g', topics: [{ name: 't', partitions: [0] }] })).topics[0]!.partitions[0]!.offset).toBe(-1);
+    // A commit for the new topic (without naming an id, as older clients do) is stamped with it.
+    expect(commitCodes(await commit())).toEqual([null]);
+    expect(await fetchOne()).toBe(40);
+  });
+});
+
 describe('GroupCoordinator: offsets', () => {
   it('commits from the current generation and fetches them back; -1 for nothing committed', async () => {
     const s = await setup({ deps: { validatePartition: (topic, p) => topic === 't' && p < 4 } });

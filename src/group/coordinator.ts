@@ -35,7 +35,7 @@ import {
 } from '../protocol/index.ts';
 import { resolveCoordinatorConfig, type CoordinatorConfig } from './coordinator-config.ts';
 import { Group, type JoinParams, type MemberProtocol } from './group.ts';
-import type { OffsetCommitEntry, OffsetStore } from './offset-store.ts';
+import type { CommittedOffset, OffsetCommitEntry, OffsetStore } from './offset-store.ts';
 
 /** Where a request came from (the broker knows it from the connection). */
 export interface RequestContext {
@@ -54,6 +54,12 @@ export interface CoordinatorDeps {
    * get UNKNOWN_TOPIC_OR_PARTITION. Every partition is accepted when absent.
    */
   validatePartition?: (topic: string, partition: number) => boolean;
+  /**
+   * The id of the topic now (KIP-516): commits are stamped with it, and a committed offset of
+   * another incarnation of the name (the topic was deleted and created again) is never served.
+   * Absent: ids are not checked.
+   */
+  topicIdOf?: (topic: string) => string | undefined;
   /** Member ids for first joins; `${clientId}-${uuid}` when absent. */
   newMemberId?: (clientId: string) => string;
 }
@@ -71,6 +77,7 @@ export class GroupCoordinator {
   private readonly clock: Clock;
   private readonly logger: Logger;
   private readonly validatePartition: (topic: string, partition: number) => boolean;
+  private readonly topicIdOf: (topic: string) => string | undefined;
   private readonly newMemberId: (clientId: string) => string;
   /** Bounded by `groupsMax`; insertion order makes eviction of Empty groups oldest-first. */
   private readonly groups = new Map<string, Group>();
@@ -82,6 +89,7 @@ export class GroupCoordinator {
     this.clock = deps.clock ?? systemClock;
     this.logger = (deps.logger ?? silentLogger).child({ component: 'group-coordinator' });
     this.validatePartition = deps.validatePartition ?? (() => true);
+    this.topicIdOf = deps.topicIdOf ?? (() => undefined);
     this.newMemberId = deps.newMemberId ?? ((clientId) => `${clientId}-${randomUUID()}`);
   }
 
@@ -161,10 +169,17 @@ export class GroupCoordinator {
     const key = (topic: string, partition: number): string => JSON.stringify([topic, partition]);
     const entries: OffsetCommitEntry[] = [];
     for (const t of req.topics) {
+      const topicId = this.topicIdOf(t.name);
+      const stale =
+        t.topicId && topicId && t.topicId !== topicId
+          ? new EdgeqError('UNKNOWN_TOPIC_ID', `topic ${t.name} is now ${topicId}, not ${t.topicId}: it was deleted and created again`, {
+              details: { topic: t.name, topicId: t.topicId, currentTopicId: topicId },
+            })
+          : null;
       for (const p of t.partitions) {
-        const err = this.checkCommitPartition(t.name, p.partition, p.offset, p.metadata ?? '');
+        const err = stale ?? this.checkCommitPartition(t.name, p.partition, p.offset, p.metadata ?? '');
         results.set(key(t.name, p.partition), { partition: p.partition, error: err ? wireError(err) : null });
-        if (!err) entries.push({ topic: t.name, partition: p.partition, offset: p.offset, metadata: p.metadata ?? '' });
+        if (!err) entries.push({ topic: t.name, partition: p.partition, offset: p.offset, metadata: p.metadata ?? '', ...(topicId ? { topicId } : {}) });
       }
     }
     try {
@@ -192,6 +207,7 @@ export class GroupCoordinator {
     if (wanted.length === 0) {
       const byTopic = new Map<string, OffsetFetchTopicResult>();
       for (const o of this.offsets.groupOffsets(req.groupId)) {
+        if (!this.current(o.topic, o)) continue;
         let t = byTopic.get(o.topic);
         if (!t) {
           t = { name: o.topic, partitions: [] };
@@ -206,11 +222,22 @@ export class GroupCoordinator {
       topics: wanted.map((t) => ({
         name: t.name,
         partitions: t.partitions.map((partition) => {
-          const c = this.offsets.get(req.groupId, t.name, partition);
+          const found = this.offsets.get(req.groupId, t.name, partition);
+          const c = found && this.current(t.name, found) ? found : undefined;
           return { partition, error: null, offset: c?.offset ?? -1, metadata: c?.metadata ?? '' };
         }),
       })),
     };
+  }
+
+  /**
+   * False for an offset committed for another incarnation of `topic`: the topic was deleted and
+   * created again, and the old offsets mean nothing in the new log.
+   */
+  private current(topic: string, c: CommittedOffset): boolean {
+    if (!c.topicId) return true;
+    const now = this.topicIdOf(topic);
+    return now === undefined || now === c.topicId;
   }
 
   /** ListGroups: every group with members or committed offsets, sorted by id. */

@@ -12,8 +12,12 @@
  *   key    JSON array  [1, groupId, topic, partition]   1 = key schema version. A JSON array of
  *                                                        escaped strings is unambiguous whatever
  *                                                        characters ids hold.
- *   value  JSON object {"offset": n, "metadata": s, "commitTimestampMs": t}
+ *   value  JSON object {"offset": n, "metadata": s, "commitTimestampMs": t, "topicId": id}
  *          or null     tombstone: the entry was deleted (its group's offsets were deleted)
+ *
+ * `topicId` is the id of the topic the offset was committed for (KIP-516); a topic created again
+ * under the same name has another, and its readers never see the old one's offsets. Records
+ * written before the field existed have none and match any id.
  *
  * On load the whole log is replayed; the last record of a key wins. The log is never compacted
  * (the segment log has no compaction yet), so replay time grows with the number of commits ever
@@ -36,6 +40,8 @@ export interface CommittedOffset {
   offset: number;
   metadata: string;
   commitTimestampMs: number;
+  /** The id of the topic incarnation the offset belongs to; absent on records from before ids. */
+  topicId?: string;
 }
 
 /** A committed offset with the partition it belongs to. */
@@ -50,6 +56,8 @@ export interface OffsetCommitEntry {
   partition: number;
   offset: number;
   metadata?: string;
+  /** The id of the topic now (the coordinator stamps it). */
+  topicId?: string;
 }
 
 /** Bounds and surroundings of an offset store. */
@@ -84,7 +92,10 @@ export function offsetKey(groupId: string, topic: string, partition: number): Bu
 
 /** Encodes the record value of one committed offset. */
 export function offsetValue(v: CommittedOffset): Buffer {
-  return Buffer.from(JSON.stringify({ offset: v.offset, metadata: v.metadata, commitTimestampMs: v.commitTimestampMs }), 'utf8');
+  return Buffer.from(
+    JSON.stringify({ offset: v.offset, metadata: v.metadata, commitTimestampMs: v.commitTimestampMs, ...(v.topicId ? { topicId: v.topicId } : {}) }),
+    'utf8',
+  );
 }
 
 type Decoded = { kind: 'entry'; groupId: string; topic: string; partition: number; value: CommittedOffset | null } | { kind: 'unknown' };
@@ -119,7 +130,8 @@ function decodeRecord(r: LogRecord): Decoded {
     typeof o !== 'object' ||
     !Number.isSafeInteger(o.offset) ||
     typeof o.metadata !== 'string' ||
-    !Number.isSafeInteger(o.commitTimestampMs)
+    !Number.isSafeInteger(o.commitTimestampMs) ||
+    (o.topicId !== undefined && typeof o.topicId !== 'string')
   ) {
     return fail('has a malformed value');
   }
@@ -128,7 +140,7 @@ function decodeRecord(r: LogRecord): Decoded {
     groupId,
     topic,
     partition: partition as number,
-    value: { offset: o.offset!, metadata: o.metadata, commitTimestampMs: o.commitTimestampMs! },
+    value: { offset: o.offset!, metadata: o.metadata, commitTimestampMs: o.commitTimestampMs!, ...(o.topicId ? { topicId: o.topicId } : {}) },
   };
 }
 
@@ -246,7 +258,7 @@ export class OffsetStore {
           new EdgeqError('INVALID_ARGUMENT', `bad offset ${e.offset} for ${e.topic}/${e.partition}`, { details: { topic: e.topic, partition: e.partition } }),
         );
       }
-      const value: CommittedOffset = { offset: e.offset, metadata: e.metadata ?? '', commitTimestampMs };
+      const value: CommittedOffset = { offset: e.offset, metadata: e.metadata ?? '', commitTimestampMs, ...(e.topicId ? { topicId: e.topicId } : {}) };
       const k = JSON.stringify([e.topic, e.partition]);
       if (!seen.has(k) && this.get(groupId, e.topic, e.partition) === undefined) added++;
       seen.add(k);

@@ -291,6 +291,8 @@ export interface OffsetCommitPartition {
 export interface OffsetCommitTopic {
   name: string;
   partitions: OffsetCommitPartition[];
+  /** The topic id the offsets were consumed from; empty or absent skips the check. */
+  topicId?: string;
 }
 export interface OffsetCommitRequest {
   groupId: string;
