@@ -202,6 +202,8 @@ export class ArbiterCellController implements CellController {
     this.view.knownBrokers.add(me.id);
     // Every partition named ours is another incarnation's now: re-applied, then reclaimed.
     if (this.host) this.applier.markAll();
+    // A watch that broke with the link can catch up now (its barrier needs the new lease).
+    this.watch.retryNow();
   }
 
   /** After losing the lease: every replica led here becomes a follower until the arbiter says more. */

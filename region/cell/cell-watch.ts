@@ -123,11 +123,26 @@ export class CellWatch {
     this.scheduleRetry();
   }
 
+  /**
+   * Tries to re-establish a broken watch now instead of after its backoff (the broker just
+   * registered again, so the barrier write can succeed).
+   */
+  retryNow(): void {
+    if (this.closed || this.current || this.retryTimer === null) return;
+    this.retryTimer.cancel();
+    this.retryTimer = null;
+    this.retryMs = this.retryMsMin;
+    void this.reestablish();
+  }
+
   private scheduleRetry(): void {
     if (this.closed) return;
     const delay = this.retryMs;
     this.retryMs = Math.min(this.retryMsMax, this.retryMs * 2);
-    this.retryTimer = this.clock.setTimeout(() => void this.reestablish(), delay);
+    this.retryTimer = this.clock.setTimeout(() => {
+      this.retryTimer = null;
+      void this.reestablish();
+    }, delay);
   }
 
   private get clock(): Clock {
