@@ -85,25 +85,45 @@ export async function openTestHost(o: { brokerId: number; clock: Clock; producer
 
 /**
  * One broker's view of a shared arbiter that a test can fault: `die()` makes every later call fail
- * and silences its watches (the process is gone; its lease runs out on the arbiter's clock), and
- * `breakWatches()` ends every watch with an error the way a broken stream or a compaction does.
- * `beforeWrite` runs before each write is passed on (tests use it to widen race windows).
+ * and silences its watches (the process is gone; its lease runs out on the arbiter's clock);
+ * `cut()` does the same to a live broker whose link is down, breaking its watches with an error,
+ * until `heal()`; `breakWatches()` ends every watch with an error the way a broken stream or a
+ * compaction does. `beforeWrite` runs before each write is passed on (to hold or delay requests)
+ * and `afterWrite` before each write's answer is returned (an answer that arrives after the
+ * watch's event).
  */
 export class TestArbiterView implements Arbiter {
   private dead = false;
+  private isCut = false;
   private readonly watches = new Set<{ inner: Watch; onError?: (err: Error) => void }>();
   watchesOpened = 0;
+  /** Transactions passed on to the arbiter. */
+  txns = 0;
+  beforeWrite: () => Promise<void>;
+  afterWrite: () => Promise<void> = async () => undefined;
 
   constructor(
     private readonly inner: Arbiter,
-    private readonly beforeWrite: () => Promise<void> = async () => undefined,
-  ) {}
+    beforeWrite: () => Promise<void> = async () => undefined,
+  ) {
+    this.beforeWrite = beforeWrite;
+  }
 
   /** Every call from now on fails with ARBITER_UNAVAILABLE; watches go silent. */
   die(): void {
     this.dead = true;
     for (const w of this.watches) void w.inner.close();
     this.watches.clear();
+  }
+
+  /** The link is down: calls fail and watches break, until `heal()`. */
+  cut(): void {
+    this.isCut = true;
+    this.breakWatches(new EdgeqError('ARBITER_UNAVAILABLE', 'link cut by the test'));
+  }
+
+  heal(): void {
+    this.isCut = false;
   }
 
   /** Ends every open watch: the inner watch is closed and the owner's onError is called. */
@@ -122,6 +142,16 @@ export class TestArbiterView implements Arbiter {
 
   private check(): void {
     if (this.dead) throw new EdgeqError('ARBITER_UNAVAILABLE', 'this broker is dead (test)');
+    if (this.isCut) throw new EdgeqError('ARBITER_UNAVAILABLE', 'link cut (test)');
+  }
+
+  private async written<T>(write: () => Promise<T>): Promise<T> {
+    this.check();
+    await this.beforeWrite();
+    this.check();
+    const result = await write();
+    await this.afterWrite();
+    return result;
   }
 
   async grantLease(ttlMs: number): Promise<Lease> {
@@ -151,28 +181,23 @@ export class TestArbiterView implements Arbiter {
     return this.inner.getPrefix(prefix);
   }
 
-  async put(key: string, value: Buffer, options?: { leaseId?: string }): Promise<number> {
-    this.check();
-    await this.beforeWrite();
-    return this.inner.put(key, value, options);
+  put(key: string, value: Buffer, options?: { leaseId?: string }): Promise<number> {
+    return this.written(() => this.inner.put(key, value, options));
   }
 
-  async compareAndSet(key: string, value: Buffer, options: CasOptions): Promise<CasResult> {
-    this.check();
-    await this.beforeWrite();
-    return this.inner.compareAndSet(key, value, options);
+  compareAndSet(key: string, value: Buffer, options: CasOptions): Promise<CasResult> {
+    return this.written(() => this.inner.compareAndSet(key, value, options));
   }
 
-  async delete(key: string, options?: { expectedModRevision?: number }): Promise<CasResult> {
-    this.check();
-    await this.beforeWrite();
-    return this.inner.delete(key, options);
+  delete(key: string, options?: { expectedModRevision?: number }): Promise<CasResult> {
+    return this.written(() => this.inner.delete(key, options));
   }
 
-  async txn(request: TxnRequest): Promise<TxnResult> {
-    this.check();
-    await this.beforeWrite();
-    return this.inner.txn(request);
+  txn(request: TxnRequest): Promise<TxnResult> {
+    return this.written(() => {
+      this.txns++;
+      return this.inner.txn(request);
+    });
   }
 
   async watchPrefix(prefix: string, onEvent: (e: WatchEvent) => void, options: { fromRevision?: number; onError?: (err: Error) => void } = {}): Promise<Watch> {
@@ -183,7 +208,7 @@ export class TestArbiterView implements Arbiter {
     this.watches.add(entry);
     try {
       entry.inner = await this.inner.watchPrefix(prefix, (e) => {
-        if (!this.dead && this.watches.has(entry)) onEvent(e);
+        if (!this.dead && !this.isCut && this.watches.has(entry)) onEvent(e);
       }, {
         ...(options.fromRevision !== undefined ? { fromRevision: options.fromRevision } : {}),
         onError: (err) => {
