@@ -154,6 +154,30 @@ describe('a broken arbiter watch (finding 10)', () => {
   });
 });
 
+describe('a watch that breaks again while catching up', () => {
+  it('is re-established by one further attempt, and the broker stays fenced until then', async () => {
+    const h = (harness = new Harness());
+    await h.startCell();
+    const m = h.member(1);
+    expect(m.view.watchesOpened).toBe(1);
+    // The first attempt's barrier write is held; meanwhile its new watch breaks too.
+    const held = gate();
+    m.view.beforeWrite = held.wait;
+    m.view.breakWatches();
+    await advance(h.clock, 150);
+    expect(m.view.watchesOpened).toBe(2);
+    m.view.breakWatches();
+    m.view.beforeWrite = async () => undefined;
+    held.release();
+    await settle();
+    expect(m.controller.canLead()).toBe(false);
+    await advance(h.clock, 3 * LEASE_TTL_MS);
+    expect(m.controller.canLead()).toBe(true);
+    expect(m.view.watchesOpened).toBe(3);
+    expect(m.view.openWatches).toBe(1);
+  });
+});
+
 describe('a broker restarted within its lease TTL (finding 1)', () => {
   it('bumps the epoch of every partition it led before leading again', async () => {
     const h = (harness = new Harness());

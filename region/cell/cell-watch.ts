@@ -59,6 +59,8 @@ export class CellWatch {
   private current = false;
   private retryMs: number;
   private retryTimer: TimerHandle | null = null;
+  /** An attempt to re-establish is running; it schedules the next one itself if it fails. */
+  private attempting = false;
   private closed = false;
   private catchUp: { revision: number; resolve: () => void } | null = null;
 
@@ -120,7 +122,7 @@ export class CellWatch {
     this.watch = null;
     void old?.close().catch(() => undefined);
     this.catchUp?.resolve();
-    this.scheduleRetry();
+    if (!this.attempting) this.scheduleRetry();
   }
 
   /**
@@ -128,7 +130,7 @@ export class CellWatch {
    * registered again, so the barrier write can succeed).
    */
   retryNow(): void {
-    if (this.closed || this.current || this.retryTimer === null) return;
+    if (this.closed || this.current || this.attempting || this.retryTimer === null) return;
     this.retryTimer.cancel();
     this.retryTimer = null;
     this.retryMs = this.retryMsMin;
@@ -137,6 +139,7 @@ export class CellWatch {
 
   private scheduleRetry(): void {
     if (this.closed) return;
+    this.retryTimer?.cancel();
     const delay = this.retryMs;
     this.retryMs = Math.min(this.retryMsMax, this.retryMs * 2);
     this.retryTimer = this.clock.setTimeout(() => {
@@ -150,7 +153,8 @@ export class CellWatch {
   }
 
   private async reestablish(): Promise<void> {
-    if (this.closed) return;
+    if (this.closed || this.attempting) return;
+    this.attempting = true;
     const gen = this.generation;
     let watch: Watch | null = null;
     try {
@@ -173,6 +177,8 @@ export class CellWatch {
       // A break of the half-made watch already moved the generation on; either way, try again.
       if (gen === this.generation) this.generation++;
       this.scheduleRetry();
+    } finally {
+      this.attempting = false;
     }
   }
 
