@@ -89,11 +89,15 @@ export class StateApplier {
 
   private kick(): void {
     if (this.running || !this.host) return;
-    this.running = this.drain().finally(() => {
-      this.running = null;
-      // Marks made while the last step ran are picked up by a new loop.
-      if (this.topics.size > 0 || this.partitions.size > 0) this.kick();
-    });
+    // Started on a microtask, so `running` is set before any step runs: a mark made from inside
+    // a step (a role-change callback) joins this loop instead of starting a second one.
+    this.running = Promise.resolve()
+      .then(() => this.drain())
+      .finally(() => {
+        this.running = null;
+        // Marks made after the loop's last look are picked up by a new loop.
+        if (this.topics.size > 0 || this.partitions.size > 0) this.kick();
+      });
   }
 
   private async drain(): Promise<void> {
