@@ -49,7 +49,10 @@ export interface ElectionsOptions {
 /** The partition-state side of one broker's cell controller. */
 export class Elections {
   private readonly timers = new Map<string, TimerHandle>();
-  /** Epoch held per partition key by this incarnation. */
+  /**
+   * Epoch held by this incarnation, per partition of one topic incarnation (see `heldKey`);
+   * entries of topics that are gone are dropped by the sweep, so it is bounded by the partitions.
+   */
   private readonly held = new Map<string, number>();
   private readonly reclaiming = new Map<string, Promise<void>>();
   /**
@@ -73,15 +76,21 @@ export class Elections {
 
   /** Whether this incarnation may lead the partition in `entry`'s epoch (see the file comment). */
   holdsEpoch(topic: string, partition: number, entry: StateEntry): boolean {
-    const key = this.o.keys.partition(topic, partition);
-    if (this.held.get(key) === entry.state.leaderEpoch) return true;
     const t = this.o.view.topics.get(topic);
-    if (entry.modRevision === 0 && t !== undefined && t.createRevision > this.registeredRevision) {
+    if (!t) return false;
+    const key = this.heldKey(topic, partition, t.createRevision);
+    if (this.held.get(key) === entry.state.leaderEpoch) return true;
+    if (entry.modRevision === 0 && t.createRevision > this.registeredRevision) {
       // No earlier incarnation can have led a topic created after this one registered.
       this.held.set(key, entry.state.leaderEpoch);
       return true;
     }
     return false;
+  }
+
+  /** A partition of one incarnation of its topic: a topic deleted and created again is another. */
+  private heldKey(topic: string, partition: number, createRevision: number): string {
+    return `${this.o.keys.partition(topic, partition)}@${createRevision}`;
   }
 
   close(): void {
@@ -111,9 +120,11 @@ export class Elections {
     if (this.closed) return;
     const me = this.o.brokerId();
     const seen = new Set<string>();
+    const heldSeen = new Set<string>();
     for (const { topic, partition, entry } of this.o.view.partitions()) {
       const key = this.o.keys.partition(topic, partition);
       seen.add(key);
+      heldSeen.add(this.heldKey(topic, partition, this.o.view.topics.get(topic)!.createRevision));
       const { state } = entry;
       if (this.writing.has(key)) continue;
       if (state.leader === me && !this.holdsEpoch(topic, partition, entry)) {
@@ -136,6 +147,7 @@ export class Elections {
       );
     }
     for (const key of [...this.timers.keys()]) if (!seen.has(key)) this.cancel(key);
+    for (const key of [...this.held.keys()]) if (!heldSeen.has(key)) this.held.delete(key);
   }
 
   /** Waits for the reclaims running now (start-up waits for them before the broker serves). */
@@ -245,7 +257,7 @@ export class Elections {
       });
       ok = r.ok;
       if (ok) {
-        if (claim) this.held.set(key, next.leaderEpoch);
+        if (claim) this.held.set(this.heldKey(topic, partition, t.createRevision), next.leaderEpoch);
         this.o.view.ingest(key, value, r.revision);
       }
     } finally {
