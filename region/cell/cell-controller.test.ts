@@ -486,6 +486,28 @@ describe('topics', () => {
   });
 });
 
+describe('a cell written by the old, non-atomic topic create', () => {
+  it('lets the topic record win over states written before it, and can still write those partitions', async () => {
+    const h = (harness = new Harness());
+    const keys = new CellKeys(CELL);
+    const state = (leader: number, replicas: number[]): Buffer => Buffer.from(JSON.stringify({ leader, leaderEpoch: 1, isr: replicas, replicas }));
+    // As the old code left it after a lost race: a loser's states (other replicas, one partition
+    // too many) put before the winner's record.
+    await h.arbiter.put(keys.partition('old', 0), state(3, [3, 2, 9]));
+    await h.arbiter.put(keys.partition('old', 1), state(2, [2, 3, 1]));
+    const rec = { name: 'old', id: 'abcd1234', partitions: 1, replicationFactor: 3, config: {}, leaderEpoch: 1, createdAtMs: 0, internal: false, assignments: [[1, 2, 3]] };
+    await h.arbiter.compareAndSet(keys.topic('old'), Buffer.from(JSON.stringify(rec)), { expectedModRevision: 0 });
+    await h.startCell();
+    await advance(h.clock, 100);
+    for (const m of h.members.values()) {
+      // Every broker registered after the topic was created: broker 1 bumps before leading.
+      expect(m.controller.partitionState('old', 0)).toEqual({ leader: 1, leaderEpoch: 2, isr: [1, 2, 3], replicas: [1, 2, 3] });
+      expect(m.controller.partitionState('old', 1)).toBeUndefined();
+    }
+    expect([h.member(1).host.replica('old').role, h.member(1).host.replica('old').leaderEpoch]).toEqual(['leader', 2]);
+  });
+});
+
 describe('producer ids', () => {
   it('hands out ids unique in the cell and fences an older instance of a producer on every broker', async () => {
     const h = (harness = new Harness());

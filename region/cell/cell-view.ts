@@ -32,10 +32,13 @@ export interface TopicEntry {
   modRevision: number;
 }
 
-/** A partition's state with the revision of its key (0: the initial state, no key yet). */
+/** A partition's state with the revision its next write must compare against. */
 export interface StateEntry {
   state: PartitionState;
+  /** Revision of the partition's key (0: no key). */
   modRevision: number;
+  /** The topic's initial state, derived from its record (no key written since the topic was created). */
+  initial: boolean;
 }
 
 /** What one ingested key changed. */
@@ -67,9 +70,10 @@ export class CellView {
     const stored = this.states.get(this.keys.partition(topic, partition));
     // A state written before the topic's creation is an earlier incarnation's whose delete has
     // not arrived yet (or a leftover of the old non-atomic create): this topic starts afresh.
+    // Such a key still exists in the arbiter, so the next write compares against its revision.
     if (stored && stored.modRevision > t.createRevision) return stored;
     const replicas = t.rec.assignments?.[partition] ?? [];
-    return { state: { leader: replicas[0] ?? -1, leaderEpoch: t.rec.leaderEpoch, isr: [...replicas], replicas: [...replicas] }, modRevision: 0 };
+    return { state: { leader: replicas[0] ?? -1, leaderEpoch: t.rec.leaderEpoch, isr: [...replicas], replicas: [...replicas] }, modRevision: stored?.modRevision ?? 0, initial: true };
   }
 
   /** Every partition of every topic the cell has, with its state. */
@@ -146,7 +150,7 @@ export class CellView {
         return { kind: 'topic', name: k.name };
       }
       case 'partition': {
-        if (value) this.states.set(key, { state: JSON.parse(value.toString('utf8')) as PartitionState, modRevision });
+        if (value) this.states.set(key, { state: JSON.parse(value.toString('utf8')) as PartitionState, modRevision, initial: false });
         else this.states.delete(key);
         return { kind: 'partition', topic: k.topic, partition: k.partition };
       }

@@ -80,7 +80,7 @@ export class Elections {
     if (!t) return false;
     const key = this.heldKey(topic, partition, t.createRevision);
     if (this.held.get(key) === entry.state.leaderEpoch) return true;
-    if (entry.modRevision === 0 && t.createRevision > this.registeredRevision) {
+    if (entry.initial && t.createRevision > this.registeredRevision) {
       // No earlier incarnation can have led a topic created after this one registered.
       this.held.set(key, entry.state.leaderEpoch);
       return true;
