@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { isEdgeqError } from '../../src/core/index.ts';
-import type { Arbiter, WatchEvent } from './arbiter.ts';
+import type { Arbiter, TxnOp, WatchEvent } from './arbiter.ts';
+import { TXN_OPS_MAX } from './validation.ts';
 
 /** What the contract needs from one implementation. */
 export interface ArbiterContractHarness {
@@ -273,6 +274,107 @@ export function defineArbiterContract(name: string, harness: () => ArbiterContra
       expect(e).toMatchObject({ type: 'put', key: `${p}new`, modRevision: r });
       expect(e!.value.toString()).toBe('new');
       await watch.close();
+    });
+
+    it('applies a transaction all at once, at one revision that watches see in op order', async () => {
+      const a = harness().arbiter();
+      const p = freshPrefix();
+      const r0 = await a.put(`${p}t/x`, v('x0'));
+      await a.put(`${p}parts/x/0`, v('old0'));
+      await a.put(`${p}parts/x/1`, v('old1'));
+      await a.put(`${p}parts/xy`, v('outside the prefix'));
+      const log = new EventLog();
+      const watch = await a.watchPrefix(p, log.push);
+      const r = await a.txn({
+        compares: [
+          { key: `${p}t/x`, target: 'mod', revision: r0 },
+          { key: `${p}t/x`, target: 'create', revision: r0 },
+          { key: `${p}t/missing`, target: 'mod', revision: 0 },
+        ],
+        ops: [
+          { type: 'put', key: `${p}t/x`, value: v('x1') },
+          { type: 'deletePrefix', prefix: `${p}parts/x/` },
+          { type: 'put', key: `${p}t/y`, value: v('y1') },
+          { type: 'delete', key: `${p}never` },
+        ],
+      });
+      expect(r).toMatchObject({ ok: true, current: [] });
+      expect(r.revision).toBeGreaterThan(r0);
+      const events = await log.waitFor(4, promptMs);
+      expect(events.map((e) => [e.type, e.key.slice(p.length), e.modRevision])).toEqual([
+        ['put', 't/x', r.revision],
+        ['delete', 'parts/x/0', r.revision],
+        ['delete', 'parts/x/1', r.revision],
+        ['put', 't/y', r.revision],
+      ]);
+      expect(await a.get(`${p}t/x`)).toMatchObject({ createRevision: r0, modRevision: r.revision });
+      expect((await a.getPrefix(`${p}parts/`)).map((kv) => kv.key.slice(p.length))).toEqual(['parts/xy']);
+      await watch.close();
+    });
+
+    it('applies nothing when any compare fails, and answers the compared keys as they are', async () => {
+      const a = harness().arbiter();
+      const p = freshPrefix();
+      const r1 = await a.put(`${p}a`, v('a'));
+      const r2 = await a.put(`${p}b`, v('b'));
+      const r = await a.txn({
+        compares: [
+          { key: `${p}a`, target: 'mod', revision: r1 },
+          { key: `${p}b`, target: 'create', revision: r1 },
+          { key: `${p}c`, target: 'create', revision: 0 },
+        ],
+        ops: [
+          { type: 'put', key: `${p}c`, value: v('c') },
+          { type: 'delete', key: `${p}a` },
+        ],
+      });
+      expect(r.ok).toBe(false);
+      expect(r.revision).toBeGreaterThanOrEqual(r2);
+      expect(r.current.map((kv) => kv && [kv.key.slice(p.length), kv.modRevision])).toEqual([['a', r1], ['b', r2], null]);
+      expect(await a.get(`${p}c`)).toBeNull();
+      expect(await a.get(`${p}a`)).not.toBeNull();
+    });
+
+    it('lets exactly one of several concurrent transactions creating the same key win', async () => {
+      const a = harness().arbiter();
+      const p = freshPrefix();
+      const results = await Promise.all(
+        [1, 2, 3, 4, 5].map((n) =>
+          a.txn({ compares: [{ key: `${p}topic`, target: 'mod', revision: 0 }], ops: [{ type: 'put', key: `${p}topic`, value: v(`c${n}`) }, { type: 'deletePrefix', prefix: `${p}parts/` }] }),
+        ),
+      );
+      const winners = results.filter((r) => r.ok);
+      expect(winners).toHaveLength(1);
+      expect((await a.get(`${p}topic`))!.modRevision).toBe(winners[0]!.revision);
+      for (const r of results.filter((x) => !x.ok)) expect(r.current[0]!.modRevision).toBe(winners[0]!.revision);
+    });
+
+    it('fails a transaction whose put names an expired lease with LEASE_EXPIRED, writing nothing', async () => {
+      const h = harness();
+      const a = h.arbiter();
+      const p = freshPrefix();
+      const lease = await a.grantLease(h.leaseTtlMs * 10);
+      await lease.revoke();
+      await expectCode(a.txn({ compares: [], ops: [{ type: 'put', key: `${p}plain`, value: v('x') }, { type: 'put', key: `${p}bound`, value: v('y'), leaseId: lease.id }] }), 'LEASE_EXPIRED');
+      expect(await a.getPrefix(p)).toEqual([]);
+    });
+
+    it(`refuses transactions over ${TXN_OPS_MAX} ops or compares, or writing a key twice, with INVALID_ARGUMENT, writing nothing`, async () => {
+      const a = harness().arbiter();
+      const p = freshPrefix();
+      const puts = (n: number): TxnOp[] => Array.from({ length: n }, (_, i) => ({ type: 'put', key: `${p}k${i}`, value: v('x') }));
+      await expectCode(a.txn({ compares: [], ops: puts(TXN_OPS_MAX + 1) }), 'INVALID_ARGUMENT');
+      const compares = Array.from({ length: TXN_OPS_MAX + 1 }, (_, i) => ({ key: `${p}c${i}`, target: 'mod' as const, revision: 0 }));
+      await expectCode(a.txn({ compares, ops: puts(1) }), 'INVALID_ARGUMENT');
+      await expectCode(a.txn({ compares: [], ops: [...puts(1), ...puts(1)] }), 'INVALID_ARGUMENT');
+      await expectCode(a.txn({ compares: [], ops: [...puts(1), { type: 'deletePrefix', prefix: p }] }), 'INVALID_ARGUMENT');
+      await expectCode(a.txn({ compares: [], ops: [{ type: 'deletePrefix', prefix: '' }] }), 'INVALID_ARGUMENT');
+      await expectCode(a.txn({ compares: [{ key: `${p}a`, target: 'mod', revision: -1 }], ops: [] }), 'INVALID_ARGUMENT');
+      expect(await a.getPrefix(p)).toEqual([]);
+      // The limit itself is accepted everywhere (etcd's default --max-txn-ops).
+      const full = await a.txn({ compares: compares.slice(0, TXN_OPS_MAX), ops: puts(TXN_OPS_MAX) });
+      expect(full.ok).toBe(true);
+      expect(await a.getPrefix(p)).toHaveLength(TXN_OPS_MAX);
     });
 
     it('rejects bad input with INVALID_ARGUMENT', async () => {

@@ -12,7 +12,8 @@
  * Semantics (etcd's): every successful write bumps one global revision; a key's `modRevision` is
  * the revision of its last write and `createRevision` of its creation; a key written with a lease
  * is deleted when the lease expires or is revoked; watches deliver every change after the watch
- * started, in revision order.
+ * started, in revision order. A transaction's writes share one revision and reach watches in the
+ * order of its operations.
  */
 
 /** One key and its value with its revisions. */
@@ -74,9 +75,43 @@ export interface CasResult {
   current: KeyValue | null;
 }
 
+/** One condition of a transaction: the key's revision equals `revision` (0 for a missing key). */
+export interface TxnCompare {
+  key: string;
+  /** The revision of the key's last write ('mod') or of its creation ('create'). */
+  target: 'mod' | 'create';
+  revision: number;
+}
+
+/** One write of a transaction. */
+export type TxnOp =
+  | { type: 'put'; key: string; value: Buffer; leaseId?: string }
+  | { type: 'delete'; key: string }
+  /** Deletes every key starting with `prefix` (which may not be empty). */
+  | { type: 'deletePrefix'; prefix: string };
+
+/**
+ * A transaction (etcd's Txn without the failure branch): if every compare holds, every op is
+ * applied at one revision; otherwise nothing is. At most TXN_OPS_MAX compares and TXN_OPS_MAX
+ * ops; a put may not touch a key another op of the same transaction touches.
+ */
+export interface TxnRequest {
+  compares: TxnCompare[];
+  ops: TxnOp[];
+}
+
+/** Result of a transaction. */
+export interface TxnResult {
+  ok: boolean;
+  /** The store's revision after the transaction: the revision of its writes when ok (unchanged if they changed nothing). */
+  revision: number;
+  /** When a compare failed: each compared key as it is now (null if missing), in compare order; empty when ok. */
+  current: (KeyValue | null)[];
+}
+
 /**
  * The arbiter's operations. Failures: ARBITER_UNAVAILABLE (cannot reach a quorum; retriable),
- * LEASE_EXPIRED (the lease named is gone), INVALID_ARGUMENT (bad key or TTL).
+ * LEASE_EXPIRED (the lease named is gone), INVALID_ARGUMENT (bad key, TTL or transaction).
  */
 export interface Arbiter {
   /** Grants a lease of `ttlMs` (rounded up to whole seconds by etcd). */
@@ -90,6 +125,8 @@ export interface Arbiter {
   compareAndSet(key: string, value: Buffer, options: CasOptions): Promise<CasResult>;
   /** Conditional delete on the key's modRevision (omit to delete unconditionally). */
   delete(key: string, options?: { expectedModRevision?: number }): Promise<CasResult>;
+  /** All-or-nothing writes under conditions on several keys (see TxnRequest). */
+  txn(request: TxnRequest): Promise<TxnResult>;
   /**
    * Watches every key under `prefix` for changes after `fromRevision` (exclusive; omit for "from
    * now"). Events arrive in revision order. `onError` is called if the watch breaks for good.

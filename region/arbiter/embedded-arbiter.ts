@@ -11,10 +11,10 @@
  */
 import { connect, type Socket } from 'node:net';
 import { EdgeqError, silentLogger, systemClock, type Clock, type Logger, type TimerHandle } from '../../src/core/index.ts';
-import type { Arbiter, CasOptions, CasResult, KeyValue, Lease, Watch, WatchEvent } from './arbiter.ts';
+import type { Arbiter, CasOptions, CasResult, KeyValue, Lease, TxnRequest, TxnResult, Watch, WatchEvent } from './arbiter.ts';
 import { LineDecoder } from './line-decoder.ts';
-import { checkCas, checkKey, checkPrefix, checkPut, checkRevision, checkTtlMs, isCompactedError } from './validation.ts';
-import { errorFromWireMessage, eventFromWire, kvFromWire, RESPONSE_BYTES_MAX, type WireError, type WireEvent, type WireKeyValue } from './wire.ts';
+import { checkCas, checkKey, checkPrefix, checkPut, checkRevision, checkTtlMs, checkTxn, isCompactedError } from './validation.ts';
+import { errorFromWireMessage, eventFromWire, kvFromWire, RESPONSE_BYTES_MAX, txnOpToWire, type WireError, type WireEvent, type WireKeyValue } from './wire.ts';
 
 /** Deadline of one request: a few seconds, well under a broker lease (typically 10 s). */
 export const REQUEST_TIMEOUT_MS_DEFAULT = 5_000;
@@ -139,6 +139,12 @@ export class EmbeddedArbiter implements Arbiter {
     checkKey(key);
     if (options.expectedModRevision !== undefined) checkRevision(options.expectedModRevision, 'expectedModRevision');
     return casFromWire(await this.request({ op: 'delete', key, expectedModRevision: options.expectedModRevision }));
+  }
+
+  async txn(request: TxnRequest): Promise<TxnResult> {
+    checkTxn(request);
+    const r = (await this.request({ op: 'txn', compares: request.compares, ops: request.ops.map(txnOpToWire) })) as { ok: boolean; revision: number; current: (WireKeyValue | null)[] };
+    return { ok: r.ok, revision: r.revision, current: r.current.map((kv) => (kv ? kvFromWire(kv) : null)) };
   }
 
   async watchPrefix(prefix: string, onEvent: (e: WatchEvent) => void, options: { fromRevision?: number; onError?: (err: Error) => void } = {}): Promise<Watch> {

@@ -15,7 +15,7 @@ import { LineDecoder } from './line-decoder.ts';
 import { MemoryArbiter, type MemoryArbiterOptions } from './memory-arbiter.ts';
 import { readSnapshotFile } from './snapshot.ts';
 import { SnapshotPersister } from './snapshot-persister.ts';
-import { errorToWire, eventToWire, kvToWire, REQUEST_BYTES_MAX, requestSchema, type WireRequest, type WireServerMessage } from './wire.ts';
+import { errorToWire, eventToWire, kvToWire, REQUEST_BYTES_MAX, requestSchema, txnOpFromWire, type WireRequest, type WireServerMessage } from './wire.ts';
 
 /** Concurrent connections: a cell's brokers and controllers, one or two each. */
 export const CONNECTIONS_MAX_DEFAULT = 256;
@@ -180,6 +180,10 @@ export class EmbeddedArbiterServer {
         case 'delete': {
           const r = await a.delete(req.key, req.expectedModRevision === undefined ? {} : { expectedModRevision: req.expectedModRevision });
           return { ok: r.ok, revision: r.revision, current: r.current ? kvToWire(r.current) : null };
+        }
+        case 'txn': {
+          const r = await a.txn({ compares: req.compares, ops: req.ops.map(txnOpFromWire) });
+          return { ok: r.ok, revision: r.revision, current: r.current.map((kv) => (kv ? kvToWire(kv) : null)) };
         }
         case 'watch': {
           if (watches.has(req.watch)) throw new EdgeqError('INVALID_ARGUMENT', `watch ${req.watch} already exists on this connection`);

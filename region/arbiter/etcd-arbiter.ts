@@ -13,10 +13,10 @@
  * raise a TTL to its minimum (1.5 × election timeout, rounded up). `Lease.ttlMs` is what etcd
  * granted. The server checks expiry every 500 ms, so keys may outlive their TTL by about that.
  */
-import { Etcd3, EtcdLeaseInvalidError, type IKeyValue, type IOptions, type Watcher } from 'etcd3';
+import { Etcd3, EtcdLeaseInvalidError, type IKeyValue, type IOptions, type IRequestOp, type Watcher } from 'etcd3';
 import { EdgeqError, silentLogger, systemClock, type Clock, type Logger } from '../../src/core/index.ts';
-import type { Arbiter, CasOptions, CasResult, KeyValue, Lease, Watch, WatchEvent } from './arbiter.ts';
-import { checkCas, checkKey, checkPrefix, checkPut, checkRevision, checkTtlMs, compactedError } from './validation.ts';
+import type { Arbiter, CasOptions, CasResult, KeyValue, Lease, TxnOp, TxnRequest, TxnResult, Watch, WatchEvent } from './arbiter.ts';
+import { checkCas, checkKey, checkPrefix, checkPut, checkRevision, checkTtlMs, checkTxn, compactedError } from './validation.ts';
 
 /** Deadline of one etcd call: etcd itself gives up on a proposal after ~7 s without quorum. */
 export const ETCD_REQUEST_TIMEOUT_MS_DEFAULT = 5_000;
@@ -150,6 +150,35 @@ export class EtcdArbiter implements Arbiter {
       }),
     );
     return this.casResult(res.succeeded, Number(res.header.revision), res.responses[0]?.response_range?.kvs[0]);
+  }
+
+  async txn(request: TxnRequest): Promise<TxnResult> {
+    this.checkOpen();
+    // Checked here with the same limits as etcd's defaults, so a refusal is INVALID_ARGUMENT
+    // before anything is sent, as from the other arbiters.
+    checkTxn(request);
+    const res = await this.call(() =>
+      this.client.kv.txn({
+        // A missing key compares as revision 0 in etcd, for both targets.
+        compare: request.compares.map((c) =>
+          c.target === 'mod'
+            ? { key: this.full(c.key), target: 'Mod' as const, result: 'Equal' as const, mod_revision: c.revision }
+            : { key: this.full(c.key), target: 'Create' as const, result: 'Equal' as const, create_revision: c.revision },
+        ),
+        success: request.ops.map((op) => this.requestOp(op)),
+        failure: request.compares.map((c) => ({ request_range: { key: this.full(c.key) } })),
+      }),
+    );
+    const revision = Number(res.header.revision);
+    if (res.succeeded) return { ok: true, revision, current: [] };
+    return { ok: false, revision, current: res.responses.map((r) => (r.response_range?.kvs[0] ? this.toKeyValue(r.response_range.kvs[0]) : null)) };
+  }
+
+  private requestOp(op: TxnOp): IRequestOp {
+    if (op.type === 'put') return { request_put: { key: this.full(op.key), value: op.value, ...(op.leaseId ? { lease: op.leaseId } : {}) } };
+    if (op.type === 'delete') return { request_delete_range: { key: this.full(op.key) } };
+    const start = this.full(op.prefix);
+    return { request_delete_range: { key: start, range_end: prefixEnd(start) } };
   }
 
   async watchPrefix(prefix: string, onEvent: (e: WatchEvent) => void, options: { fromRevision?: number; onError?: (err: Error) => void } = {}): Promise<Watch> {

@@ -10,9 +10,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { EdgeqError, silentLogger, systemClock, type Clock, type Logger, type TimerHandle } from '../../src/core/index.ts';
-import type { Arbiter, CasOptions, CasResult, KeyValue, Lease, Watch, WatchEvent } from './arbiter.ts';
+import type { Arbiter, CasOptions, CasResult, KeyValue, Lease, TxnRequest, TxnResult, Watch, WatchEvent } from './arbiter.ts';
 import type { ArbiterSnapshot } from './snapshot.ts';
-import { checkCas, checkKey, checkPrefix, checkPut, checkRevision, checkTtlMs, compactedError, NO_LEASE } from './validation.ts';
+import { checkCas, checkKey, checkPrefix, checkPut, checkRevision, checkTtlMs, checkTxn, compactedError, NO_LEASE } from './validation.ts';
 
 /**
  * Recent events kept for watches that start in the past. A controller that reconnects within a
@@ -191,6 +191,35 @@ export class MemoryArbiter implements Arbiter {
     return { ok: true, revision: this.revision, current: null };
   }
 
+  async txn(request: TxnRequest): Promise<TxnResult> {
+    this.checkOpen();
+    checkTxn(request);
+    const holds = request.compares.every((c) => {
+      const stored = this.keys.get(c.key);
+      return ((c.target === 'mod' ? stored?.modRevision : stored?.createRevision) ?? 0) === c.revision;
+    });
+    if (!holds) return { ok: false, revision: this.revision, current: request.compares.map((c) => this.read(c.key)) };
+    // Everything that can fail is checked before anything changes: all or nothing.
+    let added = 0;
+    for (const op of request.ops) {
+      if (op.type !== 'put') continue;
+      if (op.leaseId !== undefined && op.leaseId !== NO_LEASE && !this.leases.has(op.leaseId)) throw leaseExpired(op.leaseId);
+      if (!this.keys.has(op.key)) added++;
+    }
+    if (added > 0 && this.keys.size + added > this.keysMax) throw new EdgeqError('ARBITER_UNAVAILABLE', `too many keys (keysMax ${this.keysMax})`, { details: { keysMax: this.keysMax } });
+    const doomed = (op: TxnRequest['ops'][number]): string[] =>
+      op.type === 'delete' ? (this.keys.has(op.key) ? [op.key] : []) : op.type === 'deletePrefix' ? [...this.keys.keys()].filter((k) => k.startsWith(op.prefix)).sort() : [];
+    // Deleting only missing keys changes nothing, so it does not bump the revision (as in etcd).
+    if (request.ops.every((op) => op.type !== 'put' && doomed(op).length === 0)) return { ok: true, revision: this.revision, current: [] };
+    this.revision++;
+    for (const op of request.ops) {
+      if (op.type === 'put') this.writeAt(op.key, op.value, op.leaseId);
+      else for (const key of doomed(op)) this.removeKey(key, this.keys.get(key)!);
+    }
+    this.changed();
+    return { ok: true, revision: this.revision, current: [] };
+  }
+
   async watchPrefix(prefix: string, onEvent: (e: WatchEvent) => void, options: { fromRevision?: number; onError?: (err: Error) => void } = {}): Promise<Watch> {
     this.checkOpen();
     checkPrefix(prefix);
@@ -261,19 +290,24 @@ export class MemoryArbiter implements Arbiter {
 
   /** Writes after every check passed; returns the new revision. */
   private write(key: string, value: Buffer, leaseId: string | undefined): number {
-    const lease = leaseId === undefined || leaseId === NO_LEASE ? undefined : this.leases.get(leaseId);
-    if (leaseId !== undefined && leaseId !== NO_LEASE && !lease) throw leaseExpired(leaseId);
-    const prev = this.keys.get(key);
-    if (!prev && this.keys.size >= this.keysMax) throw new EdgeqError('ARBITER_UNAVAILABLE', `too many keys (keysMax ${this.keysMax})`, { details: { keysMax: this.keysMax } });
+    if (leaseId !== undefined && leaseId !== NO_LEASE && !this.leases.has(leaseId)) throw leaseExpired(leaseId);
+    if (!this.keys.has(key) && this.keys.size >= this.keysMax) throw new EdgeqError('ARBITER_UNAVAILABLE', `too many keys (keysMax ${this.keysMax})`, { details: { keysMax: this.keysMax } });
     this.revision++;
+    this.writeAt(key, value, leaseId);
+    this.changed();
+    return this.revision;
+  }
+
+  /** Stores a checked write at the current revision (the caller bumped it) and records the event. */
+  private writeAt(key: string, value: Buffer, leaseId: string | undefined): void {
+    const lease = leaseId === undefined || leaseId === NO_LEASE ? undefined : this.leases.get(leaseId);
+    const prev = this.keys.get(key);
     if (prev && prev.leaseId !== NO_LEASE) this.leases.get(prev.leaseId)?.keys.delete(key);
     // Copied so a caller reusing its buffer cannot change the stored value.
     const stored: StoredKey = { value: Buffer.from(value), createRevision: prev?.createRevision ?? this.revision, modRevision: this.revision, leaseId: lease?.id ?? NO_LEASE };
     this.keys.set(key, stored);
     lease?.keys.add(key);
     this.record({ type: 'put', key, value: stored.value, modRevision: this.revision });
-    this.changed();
-    return this.revision;
   }
 
   /** Removes a key at the current revision (the caller bumped it) and records the delete. */

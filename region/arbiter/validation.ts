@@ -3,6 +3,7 @@
  * INVALID_ARGUMENT before anything reaches the store or the wire.
  */
 import { EdgeqError } from '../../src/core/index.ts';
+import type { TxnRequest } from './arbiter.ts';
 
 /**
  * Largest key in bytes. Arbiter keys are short paths (`cell/brokers/3`, `cell/partitions/t/0`);
@@ -16,6 +17,18 @@ export const KEY_BYTES_MAX = 4096;
 export const VALUE_BYTES_MAX = 1024 * 1024;
 /** Longest lease: a day. Leases are liveness signals renewed every few seconds, never long-lived. */
 export const LEASE_TTL_MS_MAX = 24 * 60 * 60 * 1000;
+
+/**
+ * Compares, and separately ops, in one transaction: etcd's default `--max-txn-ops` (128), so the
+ * same transaction is accepted by every arbiter. A cell transaction needs at most a handful.
+ */
+export const TXN_OPS_MAX = 128;
+/**
+ * Keys and values of one transaction together, in bytes: as large as one value may be, which
+ * keeps the request inside etcd's 1.5 MiB `--max-request-bytes` and, base64-encoded, inside the
+ * embedded wire's 2 MiB line.
+ */
+export const TXN_BYTES_MAX = VALUE_BYTES_MAX;
 
 /** The "no lease" id, as etcd spells it. */
 export const NO_LEASE = '0';
@@ -94,4 +107,52 @@ export function compactedError(fromRevision: number, compactRevision: number): E
 /** True when `err` says a watch started before the kept history (see `compactedError`). */
 export function isCompactedError(err: unknown): boolean {
   return err instanceof EdgeqError && err.code === 'INVALID_ARGUMENT' && err.details['reason'] === 'compacted';
+}
+
+/**
+ * Throws INVALID_ARGUMENT unless `request` is a transaction every arbiter accepts: at most
+ * TXN_OPS_MAX compares and ops, at most TXN_BYTES_MAX of keys and values, and no put touching a
+ * key that another op touches (etcd refuses those as "duplicate key").
+ */
+export function checkTxn(request: unknown): asserts request is TxnRequest {
+  const r = request as Partial<TxnRequest> | null;
+  if (!r || !Array.isArray(r.compares) || !Array.isArray(r.ops)) throw new EdgeqError('INVALID_ARGUMENT', 'a transaction needs compares and ops arrays');
+  if (r.compares.length > TXN_OPS_MAX || r.ops.length > TXN_OPS_MAX) {
+    throw new EdgeqError('INVALID_ARGUMENT', `a transaction takes at most ${TXN_OPS_MAX} compares and ${TXN_OPS_MAX} ops`, { details: { compares: r.compares.length, ops: r.ops.length, txnOpsMax: TXN_OPS_MAX } });
+  }
+  let bytes = 0;
+  for (const c of r.compares) {
+    checkKey(c?.key);
+    if (c.target !== 'mod' && c.target !== 'create') throw new EdgeqError('INVALID_ARGUMENT', `compare target must be 'mod' or 'create'`, { details: { target: c.target } });
+    checkRevision(c.revision, 'revision');
+    bytes += Buffer.byteLength(c.key);
+  }
+  const puts = new Set<string>();
+  const deletes: string[] = [];
+  const prefixes: string[] = [];
+  for (const op of r.ops) {
+    if (op?.type === 'put') {
+      checkPut(op.key, op.value, op);
+      if (puts.has(op.key)) throw duplicateKey(op.key);
+      puts.add(op.key);
+      bytes += Buffer.byteLength(op.key) + op.value.length;
+    } else if (op?.type === 'delete') {
+      checkKey(op.key);
+      deletes.push(op.key);
+      bytes += Buffer.byteLength(op.key);
+    } else if (op?.type === 'deletePrefix') {
+      // An empty prefix would delete the whole store: never what a caller of a transaction means.
+      checkKey(op.prefix);
+      prefixes.push(op.prefix);
+      bytes += Buffer.byteLength(op.prefix);
+    } else {
+      throw new EdgeqError('INVALID_ARGUMENT', 'a transaction op must be put, delete or deletePrefix', { details: { type: (op as { type?: unknown } | null)?.type } });
+    }
+  }
+  for (const key of puts) if (deletes.includes(key) || prefixes.some((p) => key.startsWith(p))) throw duplicateKey(key);
+  if (bytes > TXN_BYTES_MAX) throw new EdgeqError('INVALID_ARGUMENT', `a transaction of ${bytes} bytes of keys and values exceeds ${TXN_BYTES_MAX}`, { details: { bytes, txnBytesMax: TXN_BYTES_MAX } });
+}
+
+function duplicateKey(key: string): EdgeqError {
+  return new EdgeqError('INVALID_ARGUMENT', `key ${key} is written twice in one transaction`, { details: { key } });
 }

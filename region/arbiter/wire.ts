@@ -8,12 +8,16 @@
  *   events    {"watch":3,"events":[{"type":"put","key":…,"value":"<base64>","modRevision":9}]}
  *   broken    {"watch":3,"error":{"code","message","details"}}
  *
+ *   txn       {"id":8,"op":"txn","compares":[{"key","target":"mod"|"create","revision"}],
+ *              "ops":[{"type":"put","key","value":"<base64>","leaseId"?} | {"type":"delete","key"} | {"type":"deletePrefix","prefix"}]}
+ *             → {"ok":bool,"revision":n,"current":[kv|null, …]}
+ *
  * A watch request carries the client's watch id; its response carries `startRevision`, the
  * revision the watch follows from (exclusive), so a client can resume after a reconnect.
  */
 import { z } from 'zod';
 import { EdgeqError, ERROR_SPECS, type ErrorCode } from '../../src/core/index.ts';
-import type { KeyValue, WatchEvent } from './arbiter.ts';
+import type { KeyValue, TxnOp, WatchEvent } from './arbiter.ts';
 
 /**
  * Longest message line. A value is at most VALUE_BYTES_MAX (1 MiB), 1.4 MiB in base64, plus a key
@@ -26,6 +30,12 @@ export const RESPONSE_BYTES_MAX = 64 * 1024 * 1024;
 
 const id = z.number().int().nonnegative();
 const revision = z.number().int();
+const txnCompare = z.object({ key: z.string(), target: z.enum(['mod', 'create']), revision });
+const txnOp = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('put'), key: z.string(), value: z.string(), leaseId: z.string().optional() }),
+  z.object({ type: z.literal('delete'), key: z.string() }),
+  z.object({ type: z.literal('deletePrefix'), prefix: z.string() }),
+]);
 
 /** Every request the server understands. Validated here; values are checked again by the arbiter. */
 export const requestSchema = z.discriminatedUnion('op', [
@@ -37,6 +47,9 @@ export const requestSchema = z.discriminatedUnion('op', [
   z.object({ id, op: z.literal('put'), key: z.string(), value: z.string(), leaseId: z.string().optional() }),
   z.object({ id, op: z.literal('cas'), key: z.string(), value: z.string(), expectedModRevision: revision, leaseId: z.string().optional() }),
   z.object({ id, op: z.literal('delete'), key: z.string(), expectedModRevision: revision.optional() }),
+  // Counts and sizes are checked by the arbiter (checkTxn), so a bad transaction is answered
+  // INVALID_ARGUMENT like on the other arbiters; the line bound already limits the array sizes.
+  z.object({ id, op: z.literal('txn'), compares: z.array(txnCompare), ops: z.array(txnOp) }),
   z.object({ id, op: z.literal('watch'), watch: id, prefix: z.string(), fromRevision: revision.optional() }),
   z.object({ id, op: z.literal('unwatch'), watch: id }),
 ]);
@@ -81,6 +94,19 @@ export function kvToWire(kv: KeyValue): WireKeyValue {
 
 export function kvFromWire(kv: WireKeyValue): KeyValue {
   return { ...kv, value: Buffer.from(kv.value, 'base64') };
+}
+
+/** A transaction op on the wire (value in base64). */
+export type WireTxnOp = z.infer<typeof txnOp>;
+
+export function txnOpToWire(op: TxnOp): WireTxnOp {
+  if (op.type !== 'put') return op;
+  return { type: 'put', key: op.key, value: op.value.toString('base64'), ...(op.leaseId !== undefined ? { leaseId: op.leaseId } : {}) };
+}
+
+export function txnOpFromWire(op: WireTxnOp): TxnOp {
+  if (op.type !== 'put') return op;
+  return { type: 'put', key: op.key, value: Buffer.from(op.value, 'base64'), ...(op.leaseId !== undefined ? { leaseId: op.leaseId } : {}) };
 }
 
 export function eventToWire(e: WatchEvent): WireEvent {

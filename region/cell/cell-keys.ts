@@ -2,8 +2,10 @@
  * Where a cell keeps its state in the arbiter, under `/edgeq/<cellId>/`:
  *
  *   brokers/<id>               live brokers (bound to each broker's lease)
- *   topics/<name>              topic records with replica assignments
- *   partitions/<name>/<p>      leader, leader epoch, ISR, replicas (changed by compare-and-set)
+ *   topics/<name>              topic records with replica assignments (written once, at creation)
+ *   partitions/<name>/<p>      leader, leader epoch, ISR, replicas; absent until the state first
+ *                              changes (the initial state follows from the topic record), then
+ *                              changed by transactions on its revision and the topic's creation
  *   producer-ids               the next free producer-id block
  *   producer-epochs/<id>       bumped producer epochs
  */

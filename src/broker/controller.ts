@@ -27,6 +27,13 @@ export interface CellHost {
   topics: TopicManager;
   /** A replica's role changed (start or stop fetching, open or close the group coordinator). */
   onRoleChange(partition: Partition): void;
+  /**
+   * Whether the local replica of `topic`-`partition` may lead now. False when it may have lost
+   * records it had acknowledged (an unclean shutdown, a tail cut by recovery) and has not caught
+   * up since: the controller then never elects it, and a restarted broker named leader resigns
+   * instead of taking up a new epoch. Absent: every local replica is eligible.
+   */
+  eligibleToLead?(topic: string, partition: number): boolean;
 }
 
 /** Hands out producer ids and epochs (InitProducerId) and says which epoch is current. */
@@ -38,9 +45,17 @@ export interface ProducerIdSource {
 /** The cell as one broker sees it. */
 export interface CellController extends ProducerIdSource {
   readonly cellId: string;
-  /** Registers the broker and brings its topics and replica roles in line with the arbiter. */
+  /**
+   * Registers the broker and brings its topics and replica roles in line with the arbiter. A
+   * partition whose state names this broker leader in an epoch of an earlier incarnation (before
+   * a restart or a lost lease) is not led in that epoch: the controller bumps the epoch first, or
+   * resigns when the host says the replica is not eligible.
+   */
   start(host: CellHost): Promise<void>;
-  /** True while this broker's lease is valid with the safety margin: it may take writes. */
+  /**
+   * True while this broker may take writes: its lease is valid with the safety margin and its
+   * watch on the arbiter is up and caught up (a broker blind to leadership changes is fenced).
+   */
   canLead(): boolean;
   /** Live brokers. */
   brokers(): BrokerInfo[];

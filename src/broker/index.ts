@@ -6,7 +6,7 @@ export { Broker, type BrokerOptions } from './broker.ts';
 export { TopicManager, TOPIC_LIMITS_DEFAULT, type TopicLimits, type TopicView, type CreateTopicInput } from './topic-manager.ts';
 export { Partition } from './partition.ts';
 export { ProducerState, PRODUCER_RECENT_BATCHES_MAX } from './producer-state.ts';
-export { ProducerIds } from './producer-ids.ts';
+export { ProducerIds, FileProducerIdStore, PRODUCER_ID_BLOCK_SIZE, PRODUCER_EPOCH_MAX, type ProducerIdStore } from './producer-ids.ts';
 export { parseTopicConfig, describeTopicConfig, defaultMinInsyncReplicas, TOPIC_CONFIG_KEYS, type TopicSettings } from './topic-config.ts';
 export {
   validateTopicName,

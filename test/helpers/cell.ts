@@ -18,6 +18,7 @@ export function sharedView(arbiter: Arbiter): Arbiter {
     put: (k, v, o) => arbiter.put(k, v, o),
     compareAndSet: (k, v, o) => arbiter.compareAndSet(k, v, o),
     delete: (k, o) => arbiter.delete(k, o),
+    txn: (r) => arbiter.txn(r),
     watchPrefix: (p, f, o) => arbiter.watchPrefix(p, f, o),
     close: async () => undefined,
   };
