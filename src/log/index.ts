@@ -7,7 +7,6 @@ export * from './batch.ts';
 export { mergeable, mergeBatches, batchAttributes } from './batch-merge.ts';
 export * from './record.ts';
 export * from './compression.ts';
-export { crc32c } from './crc32c.ts';
 export { zigzag, unzigzag, varintSize, writeVarint, readVarint, readInt64, writeInt64 } from './varint.ts';
 export type { Storage, StorageFile } from './storage.ts';
 export { isDiskFull } from './storage.ts';
