@@ -15,6 +15,7 @@ export { MemoryStorage, type FaultOp } from './memory-storage.ts';
 export { FilePool, type FileLease, type FilePoolStats } from './file-pool.ts';
 export { LOG_DEFAULTS, FLUSH_POLICIES, resolveLogConfig, type LogConfig, type FlushPolicy } from './log-config.ts';
 export { CHECKPOINT_FILE, readCheckpoint, type RecoveryCheckpoint } from './checkpoint.ts';
+export { CORRUPT_SUFFIX, isCorruptName } from './corrupt-aside.ts';
 export { Segment, segmentStem, parseSegmentName, scanBatches, type ScannedBatch, type ScanResult } from './segment.ts';
 export {
   PartitionLog,
@@ -23,6 +24,7 @@ export {
   type AppendResult,
   type LogDeps,
   type LogObserver,
+  type LogRecoveryReport,
   type ReadOptions,
   type ReadResult,
 } from './partition-log.ts';

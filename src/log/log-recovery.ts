@@ -3,12 +3,17 @@
  *
  * Segments before the checkpoint's segment were sealed (synced, indexed) before the checkpoint
  * was written, so their indexes are loaded and checked rather than their batches scanned; from
- * the checkpoint on, batches are scanned one by one and a torn or corrupt tail is cut off.
+ * the checkpoint on, batches are scanned one by one and a torn tail is cut off. A segment that
+ * fails in the middle of the log cannot be a torn write (it was synced before the next one
+ * began): its cut-off bytes and every later segment are kept aside (`corrupt-aside.ts`), never
+ * deleted. What the open found is summed up in a `LogRecoveryReport`.
  */
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { LOG_OVERHEAD } from './batch-format.ts';
 import { readCheckpoint, type RecoveryCheckpoint } from './checkpoint.ts';
+import { copyAside, moveAside } from './corrupt-aside.ts';
 import { syncedStateOf, type LogState } from './log-state.ts';
+import type { LogRecoveryReport } from './log-types.ts';
 import { OffsetIndex } from './offset-index.ts';
 import { parseSegmentName, scanBatches, Segment } from './segment.ts';
 import { isDiskFull } from './storage.ts';
@@ -16,11 +21,16 @@ import { TimeIndex } from './time-index.ts';
 import { readInt64 } from './varint.ts';
 
 export class LogRecovery {
+  private truncatedBytes = 0;
+  private readonly corruptSegments: string[] = [];
+  private shortOfCheckpoint = false;
+
   constructor(private readonly s: LogState) {}
 
   /** Loads (creating when absent) the log's folder into the state, recovering it when needed. */
-  async run(): Promise<void> {
+  async run(): Promise<LogRecoveryReport> {
     const s = this.s;
+    s.bootId = await s.storage.bootId();
     await s.storage.mkdir(s.dir);
     const names = await s.storage.readdir(s.dir);
     const bases = names
@@ -32,6 +42,8 @@ export class LogRecovery {
     }
     const cp = await readCheckpoint(s.storage, s.dir);
     const now = s.clock.nowMs();
+    // The checkpoint promises `position` durable bytes in its segment; a missing segment broke it.
+    if (cp !== null && cp.position > 0 && !bases.includes(cp.segmentBaseOffset)) this.shortOfCheckpoint = true;
     if (bases.length === 0) {
       const seg = new Segment(s.dir, cp?.nextOffset ?? 0, now);
       await s.pool.with(seg.logPath, async () => undefined, { create: true });
@@ -46,8 +58,8 @@ export class LogRecovery {
         const base = bases[i]!;
         const seg = new Segment(s.dir, base, now);
         if (base !== expected) {
-          s.logger.warn({ base, expected }, 'segment does not start where the previous one ends; dropping it and later ones');
-          await this.dropSegmentsFrom(bases.slice(i));
+          s.logger.warn({ base, expected }, 'segment does not start where the previous one ends; moving it and later ones aside');
+          await this.moveSegmentsAside(bases.slice(i), `the log before it ends at offset ${expected}`);
           break;
         }
         const isLast = i === bases.length - 1;
@@ -57,7 +69,7 @@ export class LogRecovery {
         s.segments.push(seg);
         expected = seg.nextOffset;
         if (!ok) {
-          await this.dropSegmentsFrom(bases.slice(i + 1));
+          await this.moveSegmentsAside(bases.slice(i + 1), `segment ${base} before it is corrupt or short`);
           break;
         }
       }
@@ -75,7 +87,28 @@ export class LogRecovery {
       if (!isDiskFull(err)) throw err;
       s.logger.warn({ err }, 'disk full: could not write the recovery checkpoint at open');
     }
-    s.logger.info({ segments: s.segments.length, logStartOffset: s.logStartOffset, logEndOffset: s.visibleEndOffset }, 'log opened');
+    const report = this.report(bases.length === 0 && cp === null, cp);
+    s.recovery = report;
+    const fields = { segments: s.segments.length, logStartOffset: s.logStartOffset, logEndOffset: s.visibleEndOffset, recovery: report };
+    if (report.mayHaveLostWrites) s.logger.warn(fields, 'log opened; it may lack writes it once accepted');
+    else s.logger.info(fields, 'log opened');
+    return report;
+  }
+
+  private report(fresh: boolean, cp: RecoveryCheckpoint | null): LogRecoveryReport {
+    // A new folder lost nothing; otherwise only the checkpoint can vouch for a clean close or a boot.
+    const cleanShutdown = fresh || cp?.clean === true;
+    const sameBoot = fresh || (cp !== null && cp.bootId !== null && cp.bootId === this.s.bootId);
+    const mayHaveLostWrites =
+      (!cleanShutdown && !sameBoot) || this.truncatedBytes > 0 || this.corruptSegments.length > 0 || this.shortOfCheckpoint;
+    return Object.freeze({
+      cleanShutdown,
+      sameBoot,
+      truncatedBytes: this.truncatedBytes,
+      corruptSegments: Object.freeze([...this.corruptSegments]),
+      shortOfCheckpoint: this.shortOfCheckpoint,
+      mayHaveLostWrites,
+    });
   }
 
   /** Loads a sealed segment from its index files, rebuilding them when damaged. */
@@ -125,6 +158,7 @@ export class LogRecovery {
         start = cp.position;
         if (cp.clean && cp.position === fileSize) return true;
       } else if (cp && cp.position > fileSize) {
+        this.shortOfCheckpoint = true;
         s.logger.warn({ segment: seg.logPath, checkpoint: cp.position, fileSize }, 'segment shorter than its checkpoint; scanning it all');
       }
       const r = await scanBatches(
@@ -135,10 +169,17 @@ export class LogRecovery {
       );
       if (r.stoppedBecause !== null) {
         const dropped = fileSize - r.validEnd;
-        s.logger.warn(
-          { segment: seg.logPath, scannedFrom: start, validEnd: r.validEnd, droppedBytes: dropped, reason: r.stoppedBecause },
-          'truncated a torn or corrupt tail',
-        );
+        const fields = { segment: seg.logPath, scannedFrom: start, validEnd: r.validEnd, droppedBytes: dropped, reason: r.stoppedBecause };
+        if (isLast) {
+          // The end of the log: a write the crash tore, never acknowledged under `sync`.
+          s.logger.warn(fields, 'truncated a torn or corrupt tail');
+        } else {
+          // Later segments exist, so this one was synced before they began: this is corruption
+          // of durable data, and the cut bytes may be the only copy of acknowledged writes.
+          const aside = await copyAside(s.storage, file, { start: r.validEnd, end: fileSize }, s.dir, `${basename(seg.logPath)}.from-${r.validEnd}`);
+          this.noteAside(aside, dropped, { ...fields, movedTo: aside }, 'cut a corrupt segment at its last valid batch; the cut bytes are kept aside');
+        }
+        this.truncatedBytes += dropped;
         await file.truncate(r.validEnd);
         return isLast;
       }
@@ -170,15 +211,30 @@ export class LogRecovery {
     return true;
   }
 
-  private async dropSegmentsFrom(bases: number[]): Promise<void> {
+  /**
+   * Moves the segments at `bases` (and their index files) aside: offsets must stay contiguous, so
+   * the log cannot keep them, but they may hold the only copy of acknowledged writes.
+   */
+  private async moveSegmentsAside(bases: number[], reason: string): Promise<void> {
+    if (bases.length === 0) return;
     const s = this.s;
     for (const base of bases) {
       const seg = new Segment(s.dir, base, 0);
-      s.logger.warn({ segment: seg.logPath }, 'deleting segment after a corrupt one');
-      for (const p of [seg.logPath, seg.indexPath, seg.timeIndexPath]) {
-        await s.pool.retire(p);
-        await s.storage.unlink(p).catch(() => undefined);
+      const bytes = await s.pool.with(seg.logPath, (f) => f.size());
+      for (const p of [seg.logPath, seg.indexPath, seg.timeIndexPath]) await s.pool.retire(p);
+      const moved = await moveAside(s.storage, s.dir, [seg.logPath, seg.indexPath, seg.timeIndexPath].map((p) => basename(p)));
+      const log = moved.find((m) => m.from === basename(seg.logPath));
+      if (log) {
+        this.noteAside(log.to, bytes, { segment: seg.logPath, movedTo: moved.map((m) => m.to), bytes, reason }, 'moved a segment recovery cannot keep aside');
       }
     }
+    await s.storage.syncDir(s.dir);
+  }
+
+  /** Reports a file kept aside: the report, the observer, and an error line (an operator must look). */
+  private noteAside(file: string, bytes: number, fields: Record<string, unknown>, message: string): void {
+    this.corruptSegments.push(file);
+    this.s.observer.onCorruptSegment?.(file, bytes);
+    this.s.logger.error(fields, `${message}; this replica may lack writes it acknowledged`);
   }
 }

@@ -9,7 +9,7 @@ import { silentLogger, type Logger } from '../core/logger.ts';
 import { writeCheckpoint, type RecoveryCheckpoint } from './checkpoint.ts';
 import { FilePool } from './file-pool.ts';
 import type { LogConfig } from './log-config.ts';
-import type { LogDeps, LogObserver } from './log-types.ts';
+import type { LogDeps, LogObserver, LogRecoveryReport } from './log-types.ts';
 import type { Segment } from './segment.ts';
 import { isDiskFull, type Storage } from './storage.ts';
 import { TailCache } from './tail-cache.ts';
@@ -47,6 +47,10 @@ export class LogState {
   /** How much of the active segment is known to be fdatasync'd, and the log state there. */
   synced: SyncedState = { position: 0, nextOffset: 0, maxTimestamp: -1 };
   lastCheckpointMs = 0;
+  /** The storage's boot id, read at open and written into every checkpoint. */
+  bootId: string | null = null;
+  /** What the open found; set by recovery before the log is handed out. */
+  recovery: LogRecoveryReport | null = null;
   /** Deletions still waiting for readers to release a handle (close waits for them). */
   readonly pendingDeletes = new Set<Promise<void>>();
 
@@ -97,7 +101,7 @@ export class LogState {
   async checkpoint(clean: boolean): Promise<void> {
     const seg = this.active;
     const at = clean ? syncedStateOf(seg) : this.synced;
-    const cp: RecoveryCheckpoint = { segmentBaseOffset: seg.baseOffset, ...at, clean };
+    const cp: RecoveryCheckpoint = { segmentBaseOffset: seg.baseOffset, ...at, clean, bootId: this.bootId };
     // The index files must cover at least the checkpointed prefix, so they are written first.
     await this.writeIndexes(seg, clean);
     await writeCheckpoint(this.storage, this.dir, cp);

@@ -14,6 +14,34 @@ export interface LogObserver {
   onAppend?(batches: number, bytes: number): void;
   /** A read that returned data, answered from the tail cache or from the segment file. */
   onRead?(source: 'cache' | 'file', bytes: number): void;
+  /**
+   * Recovery at open moved a file aside instead of deleting it: a segment it could not keep, or
+   * the cut-off tail of one (`file` is its new name in the log's folder, ending in `.corrupt`).
+   */
+  onCorruptSegment?(file: string, bytes: number): void;
+}
+
+/**
+ * What the last open found, for deciding whether this replica may lead (a replica that may lack
+ * writes it once acknowledged must catch up from a leader first). Read-only.
+ */
+export interface LogRecoveryReport {
+  /** The last close was clean (its checkpoint says so), or the folder was new. */
+  readonly cleanShutdown: boolean;
+  /** The machine did not restart since the last checkpoint (same `Storage.bootId`), or the folder was new. */
+  readonly sameBoot: boolean;
+  /** Bytes recovery cut off the end of segments it kept (torn or corrupt tails). */
+  readonly truncatedBytes: number;
+  /** Files moved aside (`*.corrupt`, in the log's folder): dropped segments and cut-off corrupt tails. */
+  readonly corruptSegments: readonly string[];
+  /** The folder holds less than its checkpoint says was durable: its segment is shorter or gone. */
+  readonly shortOfCheckpoint: boolean;
+  /**
+   * True when the log may lack writes it once accepted: an unclean shutdown on a new boot (the
+   * OS may have dropped unsynced pages), or recovery cut bytes, moved segments aside or found
+   * less than its checkpoint. A SIGKILL on the same boot keeps the page cache and reports false.
+   */
+  readonly mayHaveLostWrites: boolean;
 }
 
 /** What a log needs from its surroundings. */

@@ -16,11 +16,29 @@ import { LogReader } from './log-reader.ts';
 import { LogRecovery } from './log-recovery.ts';
 import { LogRetention } from './log-retention.ts';
 import { LogState } from './log-state.ts';
-import type { AppendGuard, AppendOptions, AppendResult, LogDeps, LogObserver, ReadOptions, ReadResult } from './log-types.ts';
+import type {
+  AppendGuard,
+  AppendOptions,
+  AppendResult,
+  LogDeps,
+  LogObserver,
+  LogRecoveryReport,
+  ReadOptions,
+  ReadResult,
+} from './log-types.ts';
 import { LogWriter } from './log-writer.ts';
 import type { Storage } from './storage.ts';
 
-export type { AppendGuard, AppendOptions, AppendResult, LogDeps, LogObserver, ReadOptions, ReadResult } from './log-types.ts';
+export type {
+  AppendGuard,
+  AppendOptions,
+  AppendResult,
+  LogDeps,
+  LogObserver,
+  LogRecoveryReport,
+  ReadOptions,
+  ReadResult,
+} from './log-types.ts';
 
 export class PartitionLog {
   readonly config: LogConfig;
@@ -82,6 +100,15 @@ export class PartitionLog {
   /** Base offsets of the segments, oldest first. */
   segmentBaseOffsets(): number[] {
     return this.state.segments.map((s) => s.baseOffset);
+  }
+
+  /**
+   * What the open found: whether the last shutdown was clean and on this boot, what recovery cut
+   * or moved aside, and whether the log may lack writes it once accepted (then this replica must
+   * catch up from a leader before it may lead).
+   */
+  get recovery(): LogRecoveryReport {
+    return this.state.recovery!;
   }
 
   /** Calls `listener` with the new log end offset after each append becomes visible. */
