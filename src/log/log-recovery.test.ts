@@ -1,7 +1,8 @@
-// Proves that recovery at open never deletes what it cannot use: a corrupt middle segment keeps its
-// valid prefix, its cut bytes and every later segment are moved aside to `*.corrupt` files byte for
-// byte (reported by the observer, an error log line and the recovery report), and the next open
-// is stable; on the real file system and on the in-memory fake.
+// Proves what recovery at open reports and keeps: a corrupt middle segment keeps its valid prefix,
+// its cut bytes and every later segment are moved aside to `*.corrupt` files byte for byte
+// (reported by the observer, an error log line and the report) and the next open is stable; and
+// the report tells a kill on the same boot (no loss) from a power loss, a torn tail or a short
+// segment (may have lost writes), on the real file system and on the fakes.
 import { afterAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -11,6 +12,7 @@ import { buildBatch, decodeBatches, splitBatches } from './batch.ts';
 import { FsStorage } from './fs-storage.ts';
 import { MemoryStorage } from './memory-storage.ts';
 import { PartitionLog } from './partition-log.ts';
+import { PowerLossStorage } from './power-loss-storage.ts';
 import type { Storage } from './storage.ts';
 import { cleanupTempDirs, tempDir } from '../testing/index.ts';
 
@@ -153,4 +155,142 @@ describe.each([
       expect(await storage.exists(dir)).toBe(false);
     },
   );
+});
+
+/** Appends `n` one-record batches and returns their values. */
+async function appendValues(log: PartitionLog, n: number, prefix: string): Promise<string[]> {
+  const values = Array.from({ length: n }, (_, i) => `${prefix}${i}`);
+  for (const v of values) await log.append(await buildBatch([{ value: v }]));
+  return values;
+}
+
+describe('the recovery report tells a SIGKILL from a power loss', () => {
+  const fakes = [
+    { name: 'in-memory storage', make: async () => ({ storage: new MemoryStorage(), dir: '/data/r-0' }) },
+    { name: 'power-loss storage over the real file system', make: async () => {
+      const dir = await tempDir('edgeq-report-');
+      return { storage: new PowerLossStorage(new FsStorage(), { root: dir }), dir };
+    } },
+  ];
+  /** A power cut on either fake: the storage of the next boot. */
+  async function cutPower(storage: Storage, tear = false): Promise<Storage> {
+    if (storage instanceof PowerLossStorage) return storage.crash({ tear, seed: 3 });
+    (storage as MemoryStorage).crash();
+    return storage;
+  }
+
+  it.each(fakes)('a new folder lost nothing ($name)', async ({ make }) => {
+    const { storage, dir } = await make();
+    const log = await PartitionLog.open(dir, {}, { storage });
+    expect(log.recovery).toEqual({ cleanShutdown: true, sameBoot: true, truncatedBytes: 0, corruptSegments: [], shortOfCheckpoint: false, mayHaveLostWrites: false });
+    await log.close();
+  });
+
+  it.each(fakes)('a kill on the same boot (page cache kept, nothing cut) may not have lost writes ($name)', async ({ make }) => {
+    const { storage, dir } = await make();
+    const log = await PartitionLog.open(dir, { flushPolicy: 'os' }, { storage });
+    const values = await appendValues(log, 5, 'k');
+    await log.abort();
+    const again = await PartitionLog.open(dir, {}, { storage });
+    expect(again.recovery).toEqual({ cleanShutdown: false, sameBoot: true, truncatedBytes: 0, corruptSegments: [], shortOfCheckpoint: false, mayHaveLostWrites: false });
+    expect(await readValues(again)).toEqual(values);
+    await again.close();
+  });
+
+  it.each(fakes)('a power loss after unsynced writes may have lost them ($name)', async ({ make }) => {
+    const { storage, dir } = await make();
+    const log = await PartitionLog.open(dir, { flushPolicy: 'os' }, { storage });
+    await appendValues(log, 5, 'p');
+    const after = await cutPower(storage);
+    await log.abort();
+    const again = await PartitionLog.open(dir, {}, { storage: after });
+    expect(again.recovery).toMatchObject({ cleanShutdown: false, sameBoot: false, mayHaveLostWrites: true });
+    expect(again.logEndOffset).toBe(0);
+    await again.close();
+  });
+
+  it.each(fakes)('a power loss after a clean close lost nothing ($name)', async ({ make }) => {
+    const { storage, dir } = await make();
+    const log = await PartitionLog.open(dir, { flushPolicy: 'os' }, { storage });
+    const values = await appendValues(log, 5, 'c');
+    await log.close();
+    const again = await PartitionLog.open(dir, {}, { storage: await cutPower(storage) });
+    expect(again.recovery).toMatchObject({ cleanShutdown: true, sameBoot: false, truncatedBytes: 0, mayHaveLostWrites: false });
+    expect(await readValues(again)).toEqual(values);
+    await again.close();
+  });
+
+  it.each(fakes)('a torn tail cut on the same boot is reported ($name)', async ({ make }) => {
+    const { storage, dir } = await make();
+    const log = await PartitionLog.open(dir, { flushPolicy: 'sync' }, { storage });
+    const values = await appendValues(log, 5, 't');
+    await log.abort();
+    // Half of a sixth batch, as a kill in the middle of its write leaves it.
+    const path = join(dir, '00000000000000000000.log');
+    const sixth = await buildBatch([{ value: 't5' }]);
+    const file = await storage.open(path);
+    const size = await file.size();
+    await file.writev([sixth.subarray(0, 30)], size);
+    await file.close();
+    const again = await PartitionLog.open(dir, {}, { storage });
+    expect(again.recovery).toEqual({ cleanShutdown: false, sameBoot: true, truncatedBytes: 30, corruptSegments: [], shortOfCheckpoint: false, mayHaveLostWrites: true });
+    expect(await readValues(again)).toEqual(values);
+    await again.close();
+  });
+
+  it('a power loss that tears the last write is cut back, and every batch acknowledged under sync is kept', async () => {
+    const inner = new MemoryStorage();
+    const storage = new PowerLossStorage(inner);
+    const log = await PartitionLog.open('/data/torn-0', { flushPolicy: 'sync' }, { storage });
+    const synced = await appendValues(log, 4, 's');
+    await log.abort();
+    // The same folder under `os`: a batch acknowledged after its write, before any sync, which
+    // the power cut tears.
+    const unsynced = await PartitionLog.open('/data/torn-0', { flushPolicy: 'os' }, { storage });
+    await unsynced.append(await buildBatch([{ value: 'x'.repeat(400) }]));
+    const after = await storage.crash({ tear: true, seed: 11 });
+    await unsynced.abort();
+    expect(after.lastPowerLoss!.torn.length).toBeGreaterThan(0);
+    const again = await PartitionLog.open('/data/torn-0', {}, { storage: after });
+    expect(again.recovery.truncatedBytes).toBeGreaterThan(0);
+    expect(again.recovery).toMatchObject({ sameBoot: false, mayHaveLostWrites: true });
+    expect(await readValues(again)).toEqual(synced);
+    await again.close();
+  });
+
+  it('a real file system on the same boot: a kill reports no loss, a checkpoint from before boot ids does', async () => {
+    const dir = await tempDir('edgeq-report-');
+    const storage = new FsStorage();
+    expect(await storage.bootId()).toMatch(/^[0-9a-f-]{36}$/);
+    const log = await PartitionLog.open(dir, { flushPolicy: 'interval' }, { storage });
+    await appendValues(log, 3, 'f');
+    await log.abort();
+    const again = await PartitionLog.open(dir, {}, { storage });
+    expect(again.recovery).toMatchObject({ cleanShutdown: false, sameBoot: true, mayHaveLostWrites: false });
+    await again.abort();
+    // A checkpoint written before the field existed carries no boot: it cannot vouch for one.
+    const cpPath = join(dir, PartitionLog.checkpointFile);
+    const cp = JSON.parse((await storage.readFile(cpPath)).toString('utf8')) as Record<string, unknown>;
+    delete cp.bootId;
+    await storage.writeFileAtomic(cpPath, Buffer.from(JSON.stringify(cp)));
+    const legacy = await PartitionLog.open(dir, {}, { storage });
+    expect(legacy.recovery).toMatchObject({ cleanShutdown: false, sameBoot: false, mayHaveLostWrites: true });
+    expect(legacy.logEndOffset).toBe(3);
+    await legacy.close();
+  });
+
+  it('a segment shorter than its checkpoint (synced bytes gone) is reported', async () => {
+    const storage = new MemoryStorage();
+    const log = await PartitionLog.open('/data/short-0', { flushPolicy: 'sync' }, { storage });
+    await appendValues(log, 4, 'q');
+    // A clean close checkpoints all four batches; then three of them go.
+    await log.close();
+    const path = '/data/short-0/00000000000000000000.log';
+    const bytes = await storage.readFile(path);
+    await storage.writeFileAtomic(path, bytes.subarray(0, splitBatches(bytes)[0]!.length));
+    const again = await PartitionLog.open('/data/short-0', {}, { storage });
+    expect(again.recovery).toMatchObject({ cleanShutdown: true, sameBoot: true, truncatedBytes: 0, shortOfCheckpoint: true, mayHaveLostWrites: true });
+    expect(again.logEndOffset).toBe(1);
+    await again.close();
+  });
 });
