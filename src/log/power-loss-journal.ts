@@ -21,8 +21,9 @@
  *
  * The header is rewritten in place (one write within a page, which a SIGKILL cannot split); a
  * sync bumps the generation, which voids every earlier record at once, before the records are
- * cut off. A record torn by a SIGKILL (short, or failing its CRC) ends the journal: the change it
- * was written for had not started.
+ * cut off. An empty journal (killed between creating it and writing its header) and a record torn
+ * by a SIGKILL (short, or failing its CRC) end the journal: the change they were written for had
+ * not started.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { join, relative, sep } from 'node:path';
@@ -154,8 +155,10 @@ export class DiskJournalStore implements JournalStore {
     const out = new Map<string, FileJournal>();
     if (!(await this.storage.exists(this.journalsDir))) return out;
     for (const name of await this.storage.readdir(this.journalsDir)) {
-      if (name.endsWith('.tmp')) continue;
-      const parsed = decodeJournal(await this.storage.readFile(join(this.journalsDir, name)), name);
+      const buf = await this.storage.readFile(join(this.journalsDir, name));
+      // Created, and killed before its header was written: the change it was for never began.
+      if (buf.length === 0) continue;
+      const parsed = decodeJournal(buf, name);
       out.set(join(this.root, parsed.relPath), parsed.journal);
     }
     return out;
@@ -164,7 +167,8 @@ export class DiskJournalStore implements JournalStore {
   async load(path: string): Promise<FileJournal | null> {
     const file = this.fileOf(path);
     if (!(await this.storage.exists(file))) return null;
-    return decodeJournal(await this.storage.readFile(file), file).journal;
+    const buf = await this.storage.readFile(file);
+    return buf.length === 0 ? null : decodeJournal(buf, file).journal;
   }
 
   async writeHeader(path: string, header: JournalHeader): Promise<void> {
