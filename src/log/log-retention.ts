@@ -65,9 +65,9 @@ export class LogRetention {
       if (offset < s.logStartOffset) {
         throw new EdgeqError('OFFSET_OUT_OF_RANGE', `cannot truncate to ${offset}, below log start ${s.logStartOffset}`);
       }
+      const deletions: Promise<void>[] = [];
       while (s.segments.length > 1 && s.active.baseOffset >= offset && s.active.baseOffset > s.logStartOffset) {
-        const seg = s.segments.pop()!;
-        s.deleteSegmentFiles(seg);
+        deletions.push(s.deleteSegmentFiles(s.segments.pop()!));
       }
       const seg = s.active;
       const rebuilt = new Segment(s.dir, seg.baseOffset, seg.createdAtMs);
@@ -84,9 +84,21 @@ export class LogRetention {
       s.segments[s.segments.length - 1] = rebuilt;
       s.visibleEndOffset = Math.min(s.visibleEndOffset, rebuilt.nextOffset);
       s.synced = syncedStateOf(rebuilt);
+      await this.durablyGone(deletions);
       await s.checkpoint(false);
       s.logger.info({ offset }, 'truncated log');
     });
+  }
+
+  /**
+   * Waits for dropped segments to be unlinked and syncs the folder, before the checkpoint that
+   * forgets them: an unlink is durable only with its folder, and a segment that came back after
+   * a power loss would be taken up again (a divergent tail, or data below the new start).
+   */
+  private async durablyGone(deletions: Promise<void>[]): Promise<void> {
+    if (deletions.length === 0) return;
+    await Promise.all(deletions);
+    await this.s.storage.syncDir(this.s.dir);
   }
 
   /** See `PartitionLog.resetTo`. */
@@ -97,14 +109,21 @@ export class LogRetention {
       s.tail.clear();
       const old = s.segments;
       const clash = old.find((o) => o.baseOffset === offset);
-      if (clash) await s.pool.with(clash.logPath, (f) => f.truncate(0));
+      if (clash) {
+        // Synced, or a power loss would bring the old batches back under the new segment's name.
+        await s.pool.with(clash.logPath, async (f) => {
+          await f.truncate(0);
+          await f.datasync();
+        });
+      }
       const seg = new Segment(s.dir, offset, s.clock.nowMs());
       await s.pool.with(seg.logPath, async () => undefined, { create: true });
       await s.storage.syncDir(s.dir);
       s.segments = [seg];
-      for (const o of old) if (o.baseOffset !== offset) s.deleteSegmentFiles(o);
+      const deletions = old.filter((o) => o.baseOffset !== offset).map((o) => s.deleteSegmentFiles(o));
       s.visibleEndOffset = offset;
       s.synced = syncedStateOf(seg);
+      await this.durablyGone(deletions);
       await s.checkpoint(false);
       s.logger.info({ offset }, 'reset the log to start at a new offset');
     });

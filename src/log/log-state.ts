@@ -113,7 +113,8 @@ export class LogState {
     await this.checkpoint(false).catch((err: unknown) => this.logger.warn({ err }, 'recovery checkpoint failed'));
   }
 
-  deleteSegmentFiles(seg: Segment): void {
+  /** Deletes a segment's files once no reader holds its handle; resolves when they are gone. */
+  deleteSegmentFiles(seg: Segment): Promise<void> {
     // Readers may still hold the handle; the pool closes it once idle, then the files go.
     const p = this.pool
       .retire(seg.logPath)
@@ -122,6 +123,7 @@ export class LogState {
       })
       .finally(() => this.pendingDeletes.delete(p));
     this.pendingDeletes.add(p);
+    return p;
   }
 }
 
