@@ -179,6 +179,9 @@ export class PowerLossStorage implements Storage {
           this.tracked.set(to, moving);
           this.tracked.delete(from);
           await this.store.remove(from);
+        } else if (moving) {
+          // Its journal was never written (a kill before the header): nothing to carry over.
+          await this.untrack(from);
         }
       }),
     );
