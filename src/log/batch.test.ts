@@ -6,7 +6,7 @@ import { isEdgeqError } from '../core/errors.ts';
 import { buildBatch, decodeBatch, decodeBatches, recomputeCrc, splitBatches, validateBatch } from './batch.ts';
 import { BATCH_MAGIC, OFFSET_CRC, OFFSET_RECORD_COUNT, OFFSET_LAST_OFFSET_DELTA, readBatchHeader, setBaseOffset } from './batch-format.ts';
 import { CompressionCodec, COMPRESSION_NAMES } from './compression.ts';
-import { crc32c } from './crc32c.ts';
+import { crc32c } from '../core/crc32c.ts';
 
 const LIMITS = { messageBytesMax: 1 << 20 };
 

@@ -22,7 +22,7 @@ import {
   type BatchHeader,
 } from './batch-format.ts';
 import { CompressionCodec, compress, compressionName, decompress, type CompressionId } from './compression.ts';
-import { crc32c } from './crc32c.ts';
+import { crc32c } from '../core/crc32c.ts';
 import { encodeRecords, walkRecords, type LogRecord, type RecordInput } from './record.ts';
 import { writeInt64 } from './varint.ts';
 

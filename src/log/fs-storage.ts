@@ -9,6 +9,11 @@ import type { Storage, StorageFile } from './storage.ts';
 
 /** Largest write done synchronously on the event loop (see `writev`). */
 const SYNC_WRITE_BYTES_MAX = 256 * 1024;
+/** Linux's id of the current boot, a random UUID the kernel draws at every start. */
+const BOOT_ID_PATH = '/proc/sys/kernel/random/boot_id';
+
+/** The boot id, read once per process: it cannot change while the process lives. */
+let bootIdOnce: Promise<string | null> | null = null;
 
 class FsFile implements StorageFile {
   constructor(
@@ -125,5 +130,14 @@ export class FsStorage implements Storage {
     } finally {
       await fh.close();
     }
+  }
+
+  /** The kernel's boot id; null where there is none (not Linux, or /proc not mounted). */
+  bootId(): Promise<string | null> {
+    bootIdOnce ??= readFile(BOOT_ID_PATH, 'utf8').then(
+      (id) => id.trim() || null,
+      () => null,
+    );
+    return bootIdOnce;
   }
 }

@@ -7,15 +7,18 @@ export * from './batch.ts';
 export { mergeable, mergeBatches, batchAttributes } from './batch-merge.ts';
 export * from './record.ts';
 export * from './compression.ts';
-export { crc32c } from './crc32c.ts';
 export { zigzag, unzigzag, varintSize, writeVarint, readVarint, readInt64, writeInt64 } from './varint.ts';
 export type { Storage, StorageFile } from './storage.ts';
 export { isDiskFull } from './storage.ts';
 export { FsStorage } from './fs-storage.ts';
 export { MemoryStorage, type FaultOp } from './memory-storage.ts';
+export { PowerLossStorage, type PowerLossStorageOptions } from './power-loss-storage.ts';
+export { applyPowerLoss, type PowerLossOptions, type PowerLossReport } from './power-loss-rewind.ts';
+export { FAULT_STORAGE_ENV, faultStorageKind, storageFromEnv, type FaultStorageKind } from './fault-storage.ts';
 export { FilePool, type FileLease, type FilePoolStats } from './file-pool.ts';
 export { LOG_DEFAULTS, FLUSH_POLICIES, resolveLogConfig, type LogConfig, type FlushPolicy } from './log-config.ts';
 export { CHECKPOINT_FILE, readCheckpoint, type RecoveryCheckpoint } from './checkpoint.ts';
+export { CORRUPT_SUFFIX, isCorruptName } from './corrupt-aside.ts';
 export { Segment, segmentStem, parseSegmentName, scanBatches, type ScannedBatch, type ScanResult } from './segment.ts';
 export {
   PartitionLog,
@@ -24,6 +27,7 @@ export {
   type AppendResult,
   type LogDeps,
   type LogObserver,
+  type LogRecoveryReport,
   type ReadOptions,
   type ReadResult,
 } from './partition-log.ts';

@@ -1,7 +1,7 @@
 /**
  * An in-memory Storage for tests, with faults: a capacity that makes writes go short and fail with
  * ENOSPC as a full disk does, injected errors per operation, and `crash()`, which throws away every
- * byte that was never made durable (as a power cut would).
+ * byte that was never made durable (as a power cut would) and starts a new boot.
  */
 import { basename, dirname } from 'node:path';
 import type { Storage, StorageFile } from './storage.ts';
@@ -102,6 +102,9 @@ export class MemoryStorage implements Storage {
   /** Handles currently open, to check that the log bounds them. */
   openHandles = 0;
   openHandlesPeak = 0;
+  /** Tells this storage's boots from another's; each crash starts the next boot. */
+  private readonly machine = Math.random().toString(36).slice(2, 10);
+  private boots = 0;
 
   /** Bytes held by every file. */
   usedBytes(): number {
@@ -123,12 +126,13 @@ export class MemoryStorage implements Storage {
     throw f.error;
   }
 
-  /** Loses everything that was not made durable, as a power cut would. */
+  /** Loses everything that was not made durable, as a power cut would; the machine boots again. */
   crash(): void {
     for (const f of this.files.values()) {
       f.data = Buffer.from(f.durable);
       f.length = f.durable.length;
     }
+    this.boots++;
   }
 
   async open(path: string, options: { create?: boolean } = {}): Promise<StorageFile> {
@@ -194,4 +198,8 @@ export class MemoryStorage implements Storage {
   }
 
   async syncDir(): Promise<void> {}
+
+  async bootId(): Promise<string> {
+    return `memory-${this.machine}-boot-${this.boots}`;
+  }
 }

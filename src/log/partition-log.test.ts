@@ -428,7 +428,7 @@ describe.each([
       await again.close();
     });
 
-    it('drops segments after a corrupt one, since offsets must stay contiguous', async () => {
+    it('stops the log at a corrupt segment, since offsets must stay contiguous (later ones are moved aside)', async () => {
       const dir = await tempDir();
       const config = { segmentBytesMax: 1000, messageBytesMax: 1000 };
       const log = await openLog(dir, config, { storage: new FsStorage() });

@@ -17,7 +17,7 @@ import {
   OFFSET_RECORD_COUNT,
   ATTR_KNOWN_BITS,
 } from './batch-format.ts';
-import { crc32c } from './crc32c.ts';
+import { crc32c } from '../core/crc32c.ts';
 import { OffsetIndex } from './offset-index.ts';
 import type { StorageFile } from './storage.ts';
 import { TimeIndex } from './time-index.ts';

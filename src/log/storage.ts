@@ -33,6 +33,13 @@ export interface Storage {
   rmdir(dir: string): Promise<void>;
   /** Makes a folder's entries durable (after create, rename, unlink). */
   syncDir(dir: string): Promise<void>;
+  /**
+   * Which boot of the machine the data is on: an id that changes whenever the machine restarts
+   * (on Linux the kernel's `boot_id`; in the fakes, at every simulated crash), or null when the
+   * platform cannot tell. A log that was not closed cleanly and finds another boot than its
+   * checkpoint's may have lost writes that were never synced (the page cache went with the boot).
+   */
+  bootId(): Promise<string | null>;
 }
 
 /** True when `err` is the OS saying the disk is full (ENOSPC) or over quota (EDQUOT). */

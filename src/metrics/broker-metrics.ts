@@ -66,6 +66,7 @@ export class BrokerMetrics {
   private readonly logAppendBatches: Counter;
   private readonly logAppendBytes: Counter;
   private readonly logReadBytes: Counter<'source'>;
+  private readonly logCorruptSegments: Counter;
   private readonly eventLoop: IntervalHistogram;
   private partitions: PartitionsSource | null = null;
 
@@ -101,6 +102,11 @@ export class BrokerMetrics {
       name: 'edgeq_log_read_bytes_total',
       help: 'Bytes read from local logs (fetches, replication, internal replays), by source: the in-memory tail cache or the segment files.',
       labelNames: ['source'],
+      registers,
+    });
+    this.logCorruptSegments = new Counter({
+      name: 'edgeq_log_corrupt_segments_total',
+      help: 'Files recovery moved aside (*.corrupt) when opening local logs: segments it could not keep and cut-off corrupt tails. Any increase needs an operator.',
       registers,
     });
 
@@ -162,7 +168,7 @@ export class BrokerMetrics {
     if (bytes > 0) this.fetchBytes.inc(labels, bytes);
   }
 
-  /** The log observer every partition log reports to (fsync durations and appended batches). */
+  /** The log observer every partition log reports to (fsyncs, appends, reads, corrupt segments). */
   readonly logObserver = {
     onFsync: (durationMs: number): void => this.fsyncLatency.observe(durationMs * SECONDS_PER_MS),
     onAppend: (batches: number, bytes: number): void => {
@@ -170,6 +176,7 @@ export class BrokerMetrics {
       this.logAppendBytes.inc(bytes);
     },
     onRead: (source: 'cache' | 'file', bytes: number): void => this.logReadBytes.inc({ source }, bytes),
+    onCorruptSegment: (): void => this.logCorruptSegments.inc(),
   };
 
   /** The exposition text of every metric. */

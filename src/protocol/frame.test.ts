@@ -1,7 +1,7 @@
 // Proves the frame codec's byte layout, that frames decode the same however the stream is split,
 // and that every malformed frame is refused with a typed error instead of being misread.
 import { describe, expect, it } from 'vitest';
-import { crc32c } from '../log/index.ts';
+import { crc32c } from '../core/index.ts';
 import {
   encodeFrame,
   FLAG_ERROR,

@@ -15,7 +15,7 @@
  * `frameBytesMax` is refused from its first four bytes, before any of it is buffered.
  */
 import { EdgeqError } from '../core/index.ts';
-import { crc32c } from '../log/index.ts';
+import { crc32c } from '../core/index.ts';
 
 export const FRAME_MAGIC = 0xe051;
 export const PROTOCOL_VERSION = 1;

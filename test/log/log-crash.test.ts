@@ -1,12 +1,24 @@
 // Proves that no batch acknowledged under the `sync` policy is lost when the appending process is
-// SIGKILLed at random moments, that offsets stay contiguous, and that recovery cuts a torn or
-// corrupted tail back to the last valid batch, with real processes and real files.
+// SIGKILLed at random moments, nor when a power loss follows the kill (every write after the last
+// fdatasync discarded, sometimes torn: the power-loss storage), that offsets stay contiguous, and
+// that recovery cuts a torn or corrupted tail back to the last valid batch, with real processes
+// and real files.
 import { afterAll, describe, expect, it } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdir, readFile, stat, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { FsStorage, PartitionLog, splitBatches, validateBatch, readBatchHeader } from '../../src/log/index.ts';
+import {
+  applyPowerLoss,
+  FAULT_STORAGE_ENV,
+  FsStorage,
+  PartitionLog,
+  PowerLossStorage,
+  readBatchHeader,
+  splitBatches,
+  validateBatch,
+  type Storage,
+} from '../../src/log/index.ts';
 import { cleanupTempDirs, tempDir } from '../helpers/tmp.ts';
 import { randInt, seededRandom, testSeed } from '../helpers/random.ts';
 
@@ -14,6 +26,8 @@ afterAll(cleanupTempDirs);
 
 const HELPER = new URL('../helpers/log-appender.ts', import.meta.url).pathname;
 const ROUNDS = 20;
+/** Fewer rounds with a power loss: each also rewinds the folder and reopens it twice. */
+const POWER_LOSS_ROUNDS = 12;
 
 interface Ack {
   base: number;
@@ -21,10 +35,14 @@ interface Ack {
   crc: number;
 }
 
-/** Starts the appender and kills it with SIGKILL after `killAfterAcks` acknowledgements. */
-async function runAndKill(dir: string, seed: number, killAfterAcks: number, extraDelayMs: number): Promise<Ack[]> {
+/**
+ * Starts the appender and kills it with SIGKILL after `killAfterAcks` acknowledgements; with
+ * `powerLoss` it writes through the power-loss storage, so a power loss can be applied after.
+ */
+async function runAndKill(dir: string, seed: number, killAfterAcks: number, extraDelayMs: number, powerLoss = false): Promise<Ack[]> {
   const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', HELPER, '--dir', dir, '--seed', String(seed)], {
     stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, [FAULT_STORAGE_ENV]: powerLoss ? 'power-loss' : '' },
   });
   const acks: Ack[] = [];
   const lines = createInterface({ input: child.stdout! });
@@ -72,6 +90,39 @@ async function lastSegmentBatches(dir: string): Promise<{ path: string; batches:
   return { path, batches };
 }
 
+/**
+ * Opens the log and checks it: contiguous offsets, every batch of `expected` present with its
+ * CRC, and nothing in the segment files beyond the last valid batch. Returns the open's report.
+ */
+async function checkLog(dir: string, storage: Storage, expected: Map<number, Ack>, label: string): Promise<PartitionLog['recovery']> {
+  const log = await PartitionLog.open(dir, {}, { storage });
+  const batches = await readBatches(log);
+  let next = log.logStartOffset;
+  const byBase = new Map<number, Buffer>();
+  for (const b of batches) {
+    const h = await validateBatch(b, { messageBytesMax: 1 << 20 });
+    expect(h.baseOffset, `${label}: offsets contiguous`).toBe(next);
+    next = h.baseOffset + h.recordCount;
+    byBase.set(h.baseOffset, b);
+  }
+  expect(next).toBe(log.logEndOffset);
+  for (const a of expected.values()) {
+    const b = byBase.get(a.base);
+    expect(b, `${label}: acknowledged batch at ${a.base} present`).toBeDefined();
+    const h = readBatchHeader(b!);
+    expect(h.crc).toBe(a.crc);
+    expect(h.baseOffset + h.lastOffsetDelta).toBe(a.last);
+  }
+  // Nothing beyond the last valid batch: every segment holds exactly its batches.
+  const logs = (await readdir(dir)).filter((n) => n.endsWith('.log'));
+  let fileBytes = 0;
+  for (const n of logs) fileBytes += (await stat(join(dir, n))).size;
+  expect(fileBytes).toBe(batches.reduce((s, b) => s + b.length, 0));
+  const report = log.recovery;
+  await log.close();
+  return report;
+}
+
 async function crashRounds(torn: boolean): Promise<void> {
   const seed = testSeed(torn ? 'log-crash-torn' : 'log-crash');
   const rand = seededRandom(seed);
@@ -116,33 +167,44 @@ async function crashRounds(torn: boolean): Promise<void> {
       }
     }
 
-    const log = await PartitionLog.open(dir, {}, { storage: new FsStorage() });
-    const batches = await readBatches(log);
-    let next = log.logStartOffset;
-    const byBase = new Map<number, Buffer>();
-    for (const b of batches) {
-      const h = await validateBatch(b, { messageBytesMax: 1 << 20 });
-      expect(h.baseOffset, `round ${round}: offsets contiguous`).toBe(next);
-      next = h.baseOffset + h.recordCount;
-      byBase.set(h.baseOffset, b);
-    }
-    expect(next).toBe(log.logEndOffset);
-    for (const a of expected.values()) {
-      const b = byBase.get(a.base);
-      expect(b, `round ${round}: acknowledged batch at ${a.base} present`).toBeDefined();
-      const h = readBatchHeader(b!);
-      expect(h.crc).toBe(a.crc);
-      expect(h.baseOffset + h.lastOffsetDelta).toBe(a.last);
-    }
-    // Nothing beyond the last valid batch: every segment holds exactly its batches.
-    const logs = (await readdir(dir)).filter((n) => n.endsWith('.log'));
-    let fileBytes = 0;
-    for (const n of logs) fileBytes += (await stat(join(dir, n))).size;
-    expect(fileBytes).toBe(batches.reduce((s, b) => s + b.length, 0));
-    await log.close();
+    await checkLog(dir, new FsStorage(), expected, `round ${round}`);
   }
   expect(totalAcked).toBeGreaterThan(ROUNDS * 5);
   if (torn) expect(damaged).toBeGreaterThan(ROUNDS / 2);
+}
+
+/**
+ * Rounds of: the appender writes through the power-loss storage under `sync`, is SIGKILLed, the
+ * power loss is applied to the folder (with `tear`, first unsynced writes survive in part), and
+ * the log is reopened: every acknowledged batch must be there.
+ */
+async function powerLossRounds(tear: boolean): Promise<void> {
+  const seed = testSeed(tear ? 'log-power-loss-torn' : 'log-power-loss');
+  const rand = seededRandom(seed);
+  const dir = await tempDir('edgeq-power-');
+  const expected = new Map<number, Ack>();
+  let discarded = 0;
+  let tornWrites = 0;
+  let truncated = 0;
+  for (let round = 0; round < POWER_LOSS_ROUNDS; round++) {
+    const acks = await runAndKill(dir, randInt(rand, 1, 1e9), randInt(rand, 5, 150), randInt(rand, 0, 15), true);
+    for (const a of acks) expected.set(a.base, a);
+    const cut = await applyPowerLoss(dir, { tear, seed: randInt(rand, 1, 1e9) });
+    discarded += cut.rewound.length;
+    tornWrites += cut.torn.length;
+    // Opened through the power-loss storage too, so its boot id is the simulated one.
+    const report = await checkLog(dir, new PowerLossStorage(new FsStorage(), { root: dir }), expected, `seed ${seed} round ${round}`);
+    expect(report.sameBoot, `round ${round}: a power loss is a new boot`).toBe(false);
+    expect(report.mayHaveLostWrites).toBe(true);
+    truncated += report.truncatedBytes;
+  }
+  expect(expected.size).toBeGreaterThan(POWER_LOSS_ROUNDS * 5);
+  // The power losses did take something back (writes the kill caught between write and sync).
+  expect(discarded).toBeGreaterThan(0);
+  if (tear) {
+    expect(tornWrites).toBeGreaterThan(0);
+    expect(truncated).toBeGreaterThan(0);
+  }
 }
 
 describe('crash recovery with real processes', () => {
@@ -152,5 +214,13 @@ describe('crash recovery with real processes', () => {
 
   it(`cuts torn and corrupted tails back to the last valid batch across ${ROUNDS} SIGKILLs`, async () => {
     await crashRounds(true);
+  }, 180_000);
+
+  it(`keeps every batch acknowledged under sync across ${POWER_LOSS_ROUNDS} SIGKILLs, each followed by a power loss`, async () => {
+    await powerLossRounds(false);
+  }, 180_000);
+
+  it(`keeps every batch acknowledged under sync across ${POWER_LOSS_ROUNDS} power losses that tear the first unsynced write`, async () => {
+    await powerLossRounds(true);
   }, 180_000);
 });
