@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import { Broker } from '../../broker/index.ts';
 import { loadConfig } from '../../config/index.ts';
 import { createLogger } from '../../core/logger.ts';
-import type { LogConfig } from '../../log/index.ts';
+import { storageFromEnv, type LogConfig } from '../../log/index.ts';
 import { createCellController } from '../cell-wiring.ts';
 
 interface BrokerFlags {
@@ -54,6 +54,9 @@ export function registerBrokerCommand(program: Command): void {
       const cell = config.cell.arbiter === 'none' ? undefined : await createCellController(config, logger);
       const broker = await Broker.start({
         dataDir: config.broker.dataDir,
+        // The real file system; EDGEQ_FAULT_STORAGE=power-loss selects the test facility that
+        // lets a test discard, after a SIGKILL, what a power cut would have (src/log/fault-storage.ts).
+        storage: storageFromEnv(config.broker.dataDir),
         host: config.broker.host,
         port: config.broker.port,
         // In the config 0 means off; to Broker.start an absent port does.
