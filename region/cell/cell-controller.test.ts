@@ -28,7 +28,7 @@ class Harness {
     this.arbiter = new MemoryArbiter({ clock: this.clock, ...options });
   }
 
-  async start(id: number, options: { storage?: MemoryStorage; ineligible?: string[] } = {}): Promise<Member> {
+  async start(id: number, options: { storage?: MemoryStorage; ineligible?: string[]; recovering?: Record<string, { lastEpoch: number; logEndOffset: number }> } = {}): Promise<Member> {
     const view = new TestArbiterView(this.arbiter);
     const controller = new ArbiterCellController({
       arbiter: view,
@@ -43,6 +43,9 @@ class Harness {
     });
     const host = await openTestHost({ brokerId: id, clock: this.clock, producerIds: controller, ...(options.storage ? { storage: options.storage } : {}) });
     for (const k of options.ineligible ?? []) host.ineligible.add(k);
+    for (const [k, log] of Object.entries(options.recovering ?? {})) host.recovering.set(k, log);
+    // As the broker does: a replica elected while recovering is the partition's truth from then on.
+    host.topics.onReplicaRecovered = (p) => controller.replicaRecovered(p.topic, p.index);
     await controller.start(host);
     const m = { id, controller, host, view };
     this.members.set(id, m);
@@ -214,6 +217,72 @@ describe('a broker restarted within its lease TTL (finding 1)', () => {
     expect(after.leaderEpoch).toBeGreaterThan(before.leaderEpoch);
     expect(again.host.roleChanges.filter((c) => c.topic === 't' && c.role === 'leader')).toEqual([]);
     expect(h.member(after.leader).host.replica('t').role).toBe('leader');
+  });
+});
+
+describe('recovering replicas (finding 5)', () => {
+  it('a published recovering replica is no candidate: the next one elects at once, without waiting its rank', async () => {
+    const h = (harness = new Harness());
+    await h.startCell();
+    await h.createTopic(1, { name: 't', partitions: 1, replicationFactor: 3 });
+    const before = h.state(1, 't');
+    const [, preferred, next] = before.isr;
+    // The preferred candidate restarts after a power loss: it tells the cell it is recovering.
+    const storage = await h.crash(preferred!);
+    await h.start(preferred!, { storage, recovering: { 't/0': { lastEpoch: 1, logEndOffset: 0 } } });
+    await h.crash(before.leader);
+    await h.untilGone(before.leader);
+    await advance(h.clock, 10);
+    expect(h.state(next!, 't')).toMatchObject({ leader: next, leaderEpoch: before.leaderEpoch + 1 });
+    expect(h.member(preferred!).host.roleChanges.filter((c) => c.topic === 't' && c.role === 'leader')).toEqual([]);
+  });
+
+  it('when every replica is recovering, all elect the one holding the most, and its entry goes', async () => {
+    const h = (harness = new Harness());
+    await h.startCell();
+    await h.createTopic(1, { name: 't', partitions: 1, replicationFactor: 3 });
+    const before = h.state(1, 't');
+    const storages = new Map<number, MemoryStorage>();
+    for (const id of [1, 2, 3]) storages.set(id, await h.crash(id));
+    for (const id of [1, 2, 3]) await h.untilGone(id, 10 * LEASE_TTL_MS).catch(() => undefined);
+    await advance(h.clock, 3 * LEASE_TTL_MS);
+    // The whole cell lost power; broker 2's log holds the most (same epoch as 3, longer).
+    const logs: Record<number, { lastEpoch: number; logEndOffset: number }> = { 1: { lastEpoch: 1, logEndOffset: 40 }, 2: { lastEpoch: 2, logEndOffset: 31 }, 3: { lastEpoch: 2, logEndOffset: 30 } };
+    for (const id of [3, 1, 2]) await h.start(id, { storage: storages.get(id)!, recovering: { 't/0': logs[id]! } });
+    await advance(h.clock, 500);
+    for (const id of [1, 2, 3]) expect(h.state(id, 't'), `as broker ${id} sees it`).toMatchObject({ leader: 2 });
+    expect(h.state(1, 't').leaderEpoch).toBeGreaterThan(before.leaderEpoch);
+    expect(h.member(2).host.replica('t').role).toBe('leader');
+    const keys = new CellKeys(CELL);
+    expect(await h.arbiter.get(keys.recovering('t', 0, 2))).toBeNull();
+    expect(await h.arbiter.get(keys.recovering('t', 0, 1))).not.toBeNull();
+  });
+
+  it('waits while one replica of an all-recovering partition is down: it may hold everything', async () => {
+    const h = (harness = new Harness());
+    await h.startCell();
+    await h.createTopic(1, { name: 't', partitions: 1, replicationFactor: 3 });
+    const storages = new Map<number, MemoryStorage>();
+    for (const id of [1, 2, 3]) storages.set(id, await h.crash(id));
+    await advance(h.clock, 3 * LEASE_TTL_MS);
+    for (const id of [1, 2]) await h.start(id, { storage: storages.get(id)!, recovering: { 't/0': { lastEpoch: 1, logEndOffset: id } } });
+    await advance(h.clock, 1000);
+    expect(h.state(1, 't').leader === -1 || ![1, 2].includes(h.state(1, 't').leader)).toBe(true);
+    await h.start(3, { storage: storages.get(3)!, recovering: { 't/0': { lastEpoch: 1, logEndOffset: 9 } } });
+    await advance(h.clock, 500);
+    expect(h.state(1, 't').leader).toBe(3);
+  });
+
+  it('a topic deleted and created again drops the old recovering entries with it', async () => {
+    const h = (harness = new Harness());
+    await h.startCell();
+    await h.createTopic(1, { name: 't', partitions: 1, replicationFactor: 3 });
+    const storage = await h.crash(2);
+    await h.start(2, { storage, recovering: { 't/0': { lastEpoch: 1, logEndOffset: 0 } } });
+    const keys = new CellKeys(CELL);
+    expect(await h.arbiter.get(keys.recovering('t', 0, 2))).not.toBeNull();
+    await h.member(1).controller.deleteTopic('t');
+    expect(await h.arbiter.get(keys.recovering('t', 0, 2))).toBeNull();
   });
 });
 

@@ -165,6 +165,7 @@ export class ArbiterCellController implements CellController {
     host.topics.knownElsewhere = (topic) => this.view.topics.has(topic);
     await this.lease.register();
     await this.watch.start();
+    await this.publishRecovering();
     // Topics first (local ones the cell no longer has go), then roles; a partition named ours in
     // an earlier incarnation's epoch is bumped or resigned before this broker serves it.
     this.applier.attach(host);
@@ -204,6 +205,36 @@ export class ArbiterCellController implements CellController {
     if (this.host) this.applier.markAll();
     // A watch that broke with the link can catch up now (its barrier needs the new lease).
     this.watch.retryNow();
+  }
+
+  /**
+   * Tells the cell which local replicas are recovering (they may lack records they once held),
+   * with where their logs end, before this broker takes part in any election: the others then
+   * never count them as candidates, and when every replica of a partition is recovering they all
+   * elect the one that holds the most. Each entry is written only while its topic is the same
+   * incarnation; it is durable (not bound to the lease), so it outlives this broker's restarts
+   * until the replica has caught up.
+   */
+  private async publishRecovering(): Promise<void> {
+    for (const r of this.host?.recoveringReplicas?.() ?? []) {
+      const t = this.view.topics.get(r.topic);
+      if (!t || t.rec.id !== r.topicId) continue;
+      const key = this.keys.recovering(r.topic, r.partition, this.host!.brokerId);
+      const value = Buffer.from(JSON.stringify({ topicId: r.topicId, lastEpoch: r.lastEpoch, logEndOffset: r.logEndOffset, reason: r.reason }));
+      const res = await this.arbiter.txn({ compares: [{ key: this.keys.topic(r.topic), target: 'create', revision: t.createRevision }], ops: [{ type: 'put', key, value }] });
+      if (res.ok) this.changed(this.view.ingest(key, value, res.revision));
+      this.logger.warn({ topic: r.topic, partition: r.partition, lastEpoch: r.lastEpoch, logEndOffset: r.logEndOffset, reason: r.reason }, 'told the cell this replica is recovering');
+    }
+  }
+
+  /** A local replica caught up (or was elected): its recovering entry goes. */
+  replicaRecovered(topic: string, partition: number): void {
+    if (!this.host || this.closed) return;
+    const key = this.keys.recovering(topic, partition, this.host.brokerId);
+    void this.arbiter
+      .delete(key)
+      .then((r) => this.changed(this.view.ingest(key, null, r.revision)))
+      .catch((err: unknown) => this.logger.warn({ err, topic, partition }, 'could not remove the recovering entry; the next start removes it'));
   }
 
   /** After losing the lease: every replica led here becomes a follower until the arbiter says more. */
@@ -255,6 +286,9 @@ export class ArbiterCellController implements CellController {
         return;
       case 'producer-epoch':
         this.producerIdStore.observe(c.id, c.epoch);
+        return;
+      case 'recovering':
+        this.sweepSoon();
         return;
     }
   }

@@ -8,6 +8,9 @@
  *                              changed by transactions on its revision and the topic's creation
  *   producer-ids               the next free producer-id block
  *   producer-epochs/<id>       bumped producer epochs
+ *   recovering/<name>/<p>/<id> broker <id>'s replica may lack records it once held (unclean
+ *                              shutdown, tail cut by recovery): topic id, last epoch, log end;
+ *                              written by that broker at start, deleted once it caught up
  */
 export class CellKeys {
   readonly root: string;
@@ -28,6 +31,12 @@ export class CellKeys {
   partitionsOf(topic: string): string {
     return `${this.root}partitions/${topic}/`;
   }
+  recovering(topic: string, p: number, brokerId: number): string {
+    return `${this.root}recovering/${topic}/${p}/${brokerId}`;
+  }
+  recoveringOf(topic: string): string {
+    return `${this.root}recovering/${topic}/`;
+  }
   get producerIds(): string {
     return `${this.root}producer-ids`;
   }
@@ -43,6 +52,7 @@ export class CellKeys {
     | { kind: 'topic'; name: string }
     | { kind: 'partition'; topic: string; partition: number }
     | { kind: 'producer-epoch'; id: number }
+    | { kind: 'recovering'; topic: string; partition: number; id: number }
     | { kind: 'other' } {
     if (!key.startsWith(this.root)) return { kind: 'other' };
     const rest = key.slice(this.root.length).split('/');
@@ -50,6 +60,7 @@ export class CellKeys {
     if (rest[0] === 'topics' && rest.length === 2) return { kind: 'topic', name: rest[1]! };
     if (rest[0] === 'partitions' && rest.length === 3) return { kind: 'partition', topic: rest[1]!, partition: Number(rest[2]) };
     if (rest[0] === 'producer-epochs' && rest.length === 2) return { kind: 'producer-epoch', id: Number(rest[1]) };
+    if (rest[0] === 'recovering' && rest.length === 4) return { kind: 'recovering', topic: rest[1]!, partition: Number(rest[2]), id: Number(rest[3]) };
     return { kind: 'other' };
   }
 }

@@ -41,12 +41,22 @@ export interface StateEntry {
   initial: boolean;
 }
 
+/** A broker's word that its replica of a partition is recovering (may lack records it held). */
+export interface RecoveringEntry {
+  /** The topic incarnation it is about: entries for another id are ignored. */
+  topicId: string;
+  lastEpoch: number;
+  logEndOffset: number;
+  reason: string;
+}
+
 /** What one ingested key changed. */
 export type CellChange =
   | { kind: 'broker'; id: number; up: boolean }
   | { kind: 'topic'; name: string }
   | { kind: 'partition'; topic: string; partition: number }
-  | { kind: 'producer-epoch'; id: number; epoch: number };
+  | { kind: 'producer-epoch'; id: number; epoch: number }
+  | { kind: 'recovering'; topic: string; partition: number; id: number };
 
 /** One broker's copy of the cell's state. */
 export class CellView {
@@ -57,6 +67,8 @@ export class CellView {
   /** Revision of every key held, by full key. */
   private readonly revisions = new Map<string, number>();
   private readonly states = new Map<string, StateEntry>();
+  /** Recovering replicas: partition key → broker id → entry. */
+  private readonly recoveringByPartition = new Map<string, Map<number, RecoveringEntry>>();
 
   constructor(
     private readonly keys: CellKeys,
@@ -74,6 +86,12 @@ export class CellView {
     if (stored && stored.modRevision > t.createRevision) return stored;
     const replicas = t.rec.assignments?.[partition] ?? [];
     return { state: { leader: replicas[0] ?? -1, leaderEpoch: t.rec.leaderEpoch, isr: [...replicas], replicas: [...replicas] }, modRevision: stored?.modRevision ?? 0, initial: true };
+  }
+
+  /** Broker `id`'s word that its replica of the partition is recovering, for the topic as it is now. */
+  recovering(topic: string, partition: number, id: number): RecoveringEntry | undefined {
+    const e = this.recoveringByPartition.get(this.keys.partition(topic, partition))?.get(id);
+    return e && e.topicId === this.topics.get(topic)?.rec.id ? e : undefined;
   }
 
   /** Every partition of every topic the cell has, with its state. */
@@ -153,6 +171,18 @@ export class CellView {
         if (value) this.states.set(key, { state: JSON.parse(value.toString('utf8')) as PartitionState, modRevision, initial: false });
         else this.states.delete(key);
         return { kind: 'partition', topic: k.topic, partition: k.partition };
+      }
+      case 'recovering': {
+        const pk = this.keys.partition(k.topic, k.partition);
+        let byId = this.recoveringByPartition.get(pk);
+        if (value) {
+          if (!byId) this.recoveringByPartition.set(pk, (byId = new Map()));
+          byId.set(k.id, JSON.parse(value.toString('utf8')) as RecoveringEntry);
+        } else if (byId) {
+          byId.delete(k.id);
+          if (byId.size === 0) this.recoveringByPartition.delete(pk);
+        }
+        return { kind: 'recovering', topic: k.topic, partition: k.partition, id: k.id };
       }
       case 'producer-epoch': {
         const epoch = value ? (JSON.parse(value.toString('utf8')) as { epoch: number }).epoch : 0;

@@ -106,8 +106,9 @@ export class Elections {
     return electionCandidates(state, {
       isLive: (id) => this.o.view.brokers.has(id),
       uncleanLeaderElection: rec ? parseTopicConfig(rec.config, {}).uncleanLeaderElection : false,
-      // Only our own replica's eligibility is known here; the others answer for theirs.
-      isEligible: (id) => id !== me || this.o.isEligible(topic, partition),
+      // Our own replica's eligibility is the host's word; the others' is what they published.
+      isEligible: (id) => (id === me ? this.o.isEligible(topic, partition) : this.o.view.recovering(topic, partition, id) === undefined),
+      recoveryOf: (id) => this.o.view.recovering(topic, partition, id),
     });
   }
 

@@ -6,7 +6,7 @@
  */
 import { EdgeqError, FakeClock, silentLogger, type Clock } from '../../src/core/index.ts';
 import { FilePool, MemoryStorage } from '../../src/log/index.ts';
-import { TopicManager, type CellHost, type Partition, type ProducerIdSource } from '../../src/broker/index.ts';
+import { TopicManager, type CellHost, type Partition, type ProducerIdSource, type RecoveringReplica } from '../../src/broker/index.ts';
 import type { Arbiter, CasOptions, CasResult, Lease, TxnRequest, TxnResult, Watch, WatchEvent } from '../arbiter/index.ts';
 
 /** Rounds of setImmediate that `settle` waits: enough for an apply chain over MemoryStorage. */
@@ -42,6 +42,12 @@ export interface TestHost extends CellHost {
   /** What `eligibleToLead` answers, per `topic/partition` (default true). */
   ineligible: Set<string>;
   eligibleToLead(topic: string, partition: number): boolean;
+  /**
+   * Recovering replicas, per `topic/partition`, with the log they report (they are not eligible
+   * either); what `recoveringReplicas` answers.
+   */
+  recovering: Map<string, { lastEpoch: number; logEndOffset: number }>;
+  recoveringReplicas(): RecoveringReplica[];
   replica(topic: string, partition?: number): Partition;
 }
 
@@ -64,6 +70,7 @@ export async function openTestHost(o: { brokerId: number; clock: Clock; producer
   });
   const roleChanges: RoleChange[] = [];
   const ineligible = new Set<string>();
+  const recovering = new Map<string, { lastEpoch: number; logEndOffset: number }>();
   return {
     brokerId: o.brokerId,
     host: '127.0.0.1',
@@ -73,8 +80,18 @@ export async function openTestHost(o: { brokerId: number; clock: Clock; producer
     storage,
     roleChanges,
     ineligible,
-    onRoleChange: (p) => roleChanges.push({ topic: p.topic, partition: p.index, role: p.role, leaderId: p.leaderId, epoch: p.leaderEpoch }),
-    eligibleToLead: (topic, partition) => !ineligible.has(`${topic}/${partition}`),
+    onRoleChange: (p) => {
+      roleChanges.push({ topic: p.topic, partition: p.index, role: p.role, leaderId: p.leaderId, epoch: p.leaderEpoch });
+      // As a broker's replica does: elected while recovering, it is recovering no more.
+      if (p.role === 'leader' && recovering.delete(`${p.topic}/${p.index}`)) topics.onReplicaRecovered(p, 'became leader');
+    },
+    recovering,
+    eligibleToLead: (topic, partition) => !ineligible.has(`${topic}/${partition}`) && !recovering.has(`${topic}/${partition}`),
+    recoveringReplicas: () =>
+      [...recovering].map(([k, log]) => {
+        const [topic, p] = k.split('/') as [string, string];
+        return { topic, topicId: topics.get(topic)?.record.id ?? '', partition: Number(p), ...log, reason: 'test' };
+      }),
     replica(topic, partition = 0) {
       const p = topics.get(topic)?.partitions[partition];
       if (!p) throw new Error(`broker ${o.brokerId} holds no replica of ${topic}-${partition}`);

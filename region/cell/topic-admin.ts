@@ -80,7 +80,11 @@ export class TopicAdmin {
     const r = await this.o.arbiter.txn({
       compares: [{ key, target: 'mod', revision: 0 }],
       // Leftovers under the name (an interrupted delete of an older version) must not shadow the new states.
-      ops: [{ type: 'put', key, value }, { type: 'deletePrefix', prefix: this.o.keys.partitionsOf(name) }],
+      ops: [
+        { type: 'put', key, value },
+        { type: 'deletePrefix', prefix: this.o.keys.partitionsOf(name) },
+        { type: 'deletePrefix', prefix: this.o.keys.recoveringOf(name) },
+      ],
     });
     if (!r.ok) throw alreadyExists(name);
     this.ingest(key, value, r.revision);
@@ -95,7 +99,11 @@ export class TopicAdmin {
     const key = this.o.keys.topic(name);
     const r = await this.o.arbiter.txn({
       compares: [{ key, target: 'mod', revision: known.modRevision }],
-      ops: [{ type: 'delete', key }, { type: 'deletePrefix', prefix: this.o.keys.partitionsOf(name) }],
+      ops: [
+        { type: 'delete', key },
+        { type: 'deletePrefix', prefix: this.o.keys.partitionsOf(name) },
+        { type: 'deletePrefix', prefix: this.o.keys.recoveringOf(name) },
+      ],
     });
     if (!r.ok) {
       if (r.current[0] === null) throw new EdgeqError('UNKNOWN_TOPIC_OR_PARTITION', `topic ${name} does not exist`, { details: { topic: name } });
@@ -111,8 +119,10 @@ export class TopicAdmin {
     if (this.creatingOffsets || this.o.isClosed() || !this.o.host() || this.o.view.topics.has(CONSUMER_OFFSETS_TOPIC) || live < this.o.cellSize) return;
     this.creatingOffsets = true;
     try {
+      // Commits are as durable as the records they point into: synced before they are answered
+      // (as on a lone broker), replicated on min(3, brokers) with min.insync.replicas 2 at rf 3.
       await this.create(
-        { name: CONSUMER_OFFSETS_TOPIC, partitions: 1, replicationFactor: Math.min(this.o.offsetsReplicationFactor, live), config: { 'flush.policy': 'interval', 'retention.ms': '-1' } },
+        { name: CONSUMER_OFFSETS_TOPIC, partitions: 1, replicationFactor: Math.min(this.o.offsetsReplicationFactor, live), config: { 'flush.policy': 'sync', 'retention.ms': '-1' } },
         { internal: true },
       );
     } catch (err) {

@@ -152,6 +152,7 @@ export class Broker {
       await broker.listen();
       if (options.adminPort !== undefined) await broker.listenAdmin(options.adminPort);
       if (cell) {
+        topics.onReplicaRecovered = (p) => cell.replicaRecovered?.(p.topic, p.index);
         // The cell decides topics and roles; the listener is up first so followers can fetch.
         await cell.start({
           brokerId,
@@ -160,6 +161,17 @@ export class Broker {
           region: options.region ?? 'local',
           topics,
           onRoleChange: (p) => broker.onRoleChange(p),
+          // A replica that may lack records it once held leads only once caught up, unless it is
+          // the partition's only replica (nothing better exists).
+          eligibleToLead: (topic, partition) => {
+            const p = topics.get(topic)?.partitions[partition];
+            return p !== undefined && (p.recovering === null || p.replicas.length <= 1);
+          },
+          recoveringReplicas: () =>
+            topics
+              .localPartitions()
+              .filter((p) => p.recovering !== null)
+              .map((p) => ({ topic: p.topic, topicId: p.topicId, partition: p.index, lastEpoch: p.epochs.latestEpoch, logEndOffset: p.logEndOffset, reason: p.recovering!.reason })),
         });
       } else {
         if (!topics.get(CONSUMER_OFFSETS_TOPIC)) {

@@ -34,6 +34,24 @@ export interface CellHost {
    * instead of taking up a new epoch. Absent: every local replica is eligible.
    */
   eligibleToLead?(topic: string, partition: number): boolean;
+  /**
+   * The local replicas that are recovering (they may lack records they once held), with where
+   * their logs end: the controller publishes them so the cell knows, and, when every replica of a
+   * partition is recovering, elects the one with the most (`lastEpoch`, then `logEndOffset`).
+   */
+  recoveringReplicas?(): RecoveringReplica[];
+}
+
+/** A recovering local replica as the cell is told of it. */
+export interface RecoveringReplica {
+  topic: string;
+  /** The topic record's id, so the entry never applies to a topic created again under the name. */
+  topicId: string;
+  partition: number;
+  /** The latest leader epoch in its log, and its log end offset. */
+  lastEpoch: number;
+  logEndOffset: number;
+  reason: string;
 }
 
 /** Hands out producer ids and epochs (InitProducerId) and says which epoch is current. */
@@ -66,5 +84,7 @@ export interface CellController extends ProducerIdSource {
   deleteTopic(name: string): Promise<void>;
   /** Compare-and-set of a partition's ISR by its leader; true when it took effect. */
   changeIsr(partition: Partition, isr: number[]): Promise<boolean>;
+  /** A local replica that was recovering has caught up (or was elected): the cell forgets the mark. */
+  replicaRecovered?(topic: string, partition: number): void;
   close(): Promise<void>;
 }

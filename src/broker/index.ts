@@ -18,7 +18,7 @@ export {
 } from './topic-name.ts';
 export { CONNECTION_LIMITS_DEFAULT, type ConnectionLimits } from './server-connection.ts';
 export { FETCH_LIMITS_DEFAULT, type FetchLimits } from './fetch-handler.ts';
-export type { CellController, CellHost, PartitionState, ProducerIdSource } from './controller.ts';
+export type { CellController, CellHost, PartitionState, ProducerIdSource, RecoveringReplica } from './controller.ts';
 export type { TopicRecord } from './topic-store.ts';
 export { LeaderEpochCache } from './leader-epoch-cache.ts';
 export { ReplicaFetchers, REPLICA_FETCH_DEFAULTS, type ReplicaFetchLimits } from './replica-fetcher.ts';

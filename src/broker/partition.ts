@@ -29,6 +29,7 @@ import {
 } from '../log/index.ts';
 import { FollowerProgress } from './follower-progress.ts';
 import { LeaderEpochCache } from './leader-epoch-cache.ts';
+import { clearRecoveryMark, type RecoveryMark } from './recovery-mark.ts';
 import { ProducerState } from './producer-state.ts';
 import type { TopicSettings } from './topic-config.ts';
 
@@ -74,6 +75,11 @@ export class Partition {
   private followerOpsIdle: (() => void)[] = [];
   /** Set while a new leader term waits for follower work of the previous generation to finish. */
   private leaderReady: Promise<void> | null = null;
+  /** Set while this replica may lack records it once held (recovery-mark.ts): it may not lead. */
+  private recoveryMark: RecoveryMark | null = null;
+  /** The leader's log end in the previous fetch answer, while recovering (-1: none yet). */
+  private recoveryPrevLeaderEnd = -1;
+  private readonly onRecovered: ((p: Partition, why: string) => void) | undefined;
   private readonly ackWaiters: AckWaiter[] = [];
   private readonly listeners = new Set<() => void>();
   private hooks: PartitionHooks = SOLO_HOOKS;
@@ -111,6 +117,10 @@ export class Partition {
      * waiting for the arbiter's word. Absent: a lone broker's partition, its own leader and ISR.
      */
     cellReplicas?: number[];
+    /** The replica may lack records it once held (its durable mark); see `recovering`. */
+    recovering?: RecoveryMark | null;
+    /** Called once the replica is no longer recovering (caught up, or elected), with why. */
+    onRecovered?: (p: Partition, why: string) => void;
   }) {
     this.topic = o.topic;
     this.topicId = o.topicId ?? '';
@@ -123,6 +133,8 @@ export class Partition {
     this.brokerId = o.brokerId;
     this.storage = o.storage;
     this.clock = o.clock ?? systemClock;
+    this.recoveryMark = o.recovering ?? null;
+    this.onRecovered = o.onRecovered;
     const { log, producers, brokerId, epochs, leaderEpoch } = o;
     this.leaderId = brokerId;
     this.isr = [brokerId];
@@ -188,6 +200,9 @@ export class Partition {
     this.leaderEpoch = epoch;
     this.isr = [...isr];
     this.replicas = [...replicas];
+    // Elected while recovering (the only replica, unclean election, or every replica recovering):
+    // this log is the partition's truth from now on.
+    this.clearRecovering('became leader');
     if (!wasLeaderOfEpoch) {
       const gen = ++this.gen;
       this.followers.reset(replicas.filter((r) => r !== this.brokerId), now);
@@ -212,6 +227,38 @@ export class Partition {
     }
     this.hw = Math.min(this.hw, this.log.logEndOffset);
     this.recomputeHw();
+  }
+
+  /**
+   * Why this replica may lack records it once held (an unclean shutdown, a tail cut by recovery),
+   * or null. A recovering replica is not eligible to lead until it has caught up with a leader.
+   */
+  get recovering(): RecoveryMark | null {
+    return this.recoveryMark;
+  }
+
+  /**
+   * A follower's fetch from the leader of `generation` was answered with the leader's log end:
+   * a recovering replica has caught up once it holds everything the leader held at the previous
+   * answer (Kafka's caught-up rule), or at this one. Its mark is removed then.
+   */
+  noteLeaderEnd(leaderLogEnd: number, generation: number): void {
+    if (!this.recoveryMark || this.role !== 'follower' || this.gen !== generation || leaderLogEnd < 0) return;
+    const end = this.log.logEndOffset;
+    if (end >= leaderLogEnd || (this.recoveryPrevLeaderEnd >= 0 && end >= this.recoveryPrevLeaderEnd)) {
+      this.clearRecovering('caught up with its leader');
+      return;
+    }
+    this.recoveryPrevLeaderEnd = leaderLogEnd;
+  }
+
+  private clearRecovering(why: string): void {
+    if (!this.recoveryMark) return;
+    this.recoveryMark = null;
+    this.recoveryPrevLeaderEnd = -1;
+    // Removed durably in the background: a crash before that leaves the mark, which is safe.
+    void clearRecoveryMark(this.storage, this.log.dir).catch(() => undefined);
+    this.onRecovered?.(this, why);
   }
 
   /** Where the current leader term starts in the log. */

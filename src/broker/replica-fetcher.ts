@@ -324,6 +324,7 @@ class LeaderFetcher {
         }
         if (r.records.length > 0) await p.appendAsFollower(r.records, r.highWatermark, f.generation);
         else p.setFollowerHw(r.highWatermark, f.generation);
+        p.noteLeaderEnd(r.logEndOffset, f.generation);
       }
     }
   }

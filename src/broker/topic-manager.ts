@@ -10,6 +10,7 @@ import { Partition } from './partition.ts';
 import { ProducerState } from './producer-state.ts';
 import type { ProducerIdSource } from './controller.ts';
 import { hwCheckpointKey, readHwCheckpoint, writeHwCheckpoint } from './hw-checkpoint.ts';
+import { markReason, readRecoveryMark, writeRecoveryMark, type RecoveryMark } from './recovery-mark.ts';
 import { describeTopicConfig, parseTopicConfig, type TopicSettings } from './topic-config.ts';
 import { TopicStore, type TopicRecord } from './topic-store.ts';
 import { isInternalTopic, validateTopicName, validateUserTopicName } from './topic-name.ts';
@@ -71,6 +72,8 @@ export class TopicManager {
   private closed = false;
   /** True for topics the cell has that may not be applied here yet (set by the cell controller). */
   knownElsewhere: (topic: string) => boolean = () => false;
+  /** Told when a recovering replica is no longer recovering (set by the broker in a cell). */
+  onReplicaRecovered: (p: Partition, why: string) => void = () => undefined;
 
   private constructor(
     private readonly deps: TopicManagerDeps,
@@ -338,6 +341,7 @@ export class TopicManager {
     if (scanned > 0) this.logger.debug({ topic: rec.name, partition: index, scanned }, 'producer state rebuilt from the log');
     const epochs = new LeaderEpochCache(this.deps.storage, dir);
     await epochs.rebuild(log);
+    const recovering = rec.assignments ? await this.recoveryMarkOf(dir, log.recovery, rec.name, index) : null;
     const p = new Partition({
       topic: rec.name,
       topicId: rec.id,
@@ -353,8 +357,32 @@ export class TopicManager {
       highWatermark: this.hwAtStart.get(hwCheckpointKey(rec.name, rec.id, index)) ?? log.logStartOffset,
       // In a cell the replica waits for the arbiter's word on who leads.
       ...(rec.assignments ? { cellReplicas: rec.assignments[index] ?? [] } : {}),
+      recovering,
+      onRecovered: (part, why) => {
+        this.logger.info({ topic: part.topic, partition: part.index, why }, 'replica recovered: eligible to lead again');
+        this.onReplicaRecovered(part, why);
+      },
     });
     return p;
+  }
+
+  /**
+   * A cell replica's recovery mark: the one on disk (it outlives restarts until the replica
+   * caught up), or a new one when this open found the log may lack writes it once accepted. A
+   * lone broker's partition is the only copy: there is nothing to catch up from, so no mark.
+   */
+  private async recoveryMarkOf(dir: string, report: PartitionLog['recovery'], topic: string, index: number): Promise<RecoveryMark | null> {
+    const known = await readRecoveryMark(this.deps.storage, dir);
+    const reason = markReason(report);
+    if (known) {
+      this.logger.warn({ topic, partition: index, reason: known.reason, sinceMs: known.sinceMs }, 'replica still recovering: not eligible to lead until it has caught up');
+      return known;
+    }
+    if (reason === null) return null;
+    const mark: RecoveryMark = { reason, sinceMs: this.clock.nowMs() };
+    await writeRecoveryMark(this.deps.storage, dir, mark);
+    this.logger.warn({ topic, partition: index, reason }, 'replica may lack records it held: not eligible to lead until it has caught up');
+    return mark;
   }
 
   private serial<T>(fn: () => Promise<T>): Promise<T> {
