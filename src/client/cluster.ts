@@ -338,6 +338,7 @@ export class Cluster {
         random: this.random,
       });
       state.nextAttemptMs = this.clock.monotonicMs() + delay;
+      this.logger.debug({ address: addressKey(address), failures: state.failures, backoffMs: delay, err: toEdgeqError(err).code }, 'connect failed');
       if (state.conn === self()) state.conn = null;
       this.markStale(err);
       throw err;
