@@ -11,8 +11,7 @@
  * broker is not hammered.
  */
 import { EdgeqError, silentLogger, systemClock, toEdgeqError, type Clock, type ErrorCode, type Logger, type TimerHandle } from '../core/index.ts';
-import { errorOf, type BrokerInfo, type MetadataResponse } from '../protocol/index.ts';
-import { Connection, parseAddress, type BrokerAddress, type ConnectionOptions } from './connection.ts';
+import { Connection, errorOf, parseAddress, type BrokerAddress, type BrokerInfo, type ConnectionOptions, type MetadataResponse } from '../protocol/index.ts';
 import { backoffDelayMs, retry, sleep, type RetryOptions } from './retry.ts';
 
 /** Options of a cluster view. */
