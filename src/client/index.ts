@@ -15,7 +15,7 @@ export {
   type TopicPartition,
   type TopicPartitionOffset,
 } from './consumer.ts';
-export { Admin, createAdmin, type AdminOptions, type NewTopic, type TopicDescription, type GroupDescription, type GroupMemberDescription, type CellStatus, type CellPartitionStatus, type BrokerStatus } from './admin.ts';
+export { Admin, createAdmin, type AdminOptions, type CellReadiness, type NewTopic, type TopicDescription, type GroupDescription, type GroupMemberDescription, type CellStatus, type CellPartitionStatus, type BrokerStatus } from './admin.ts';
 export type { OffsetSpec } from './list-offsets.ts';
 export { Cluster, CLUSTER_DEFAULTS, isStaleMetadataError, type ClusterOptions, type TopicInfo, type PartitionInfo } from './cluster.ts';
 // The connection lives in the protocol layer (the broker's replica fetcher shares it); exported

@@ -66,7 +66,10 @@ describe('Connection over an injected transport', () => {
     clock.advance(1);
     await settle();
     expect(asked.error()).toMatchObject({ code: 'REQUEST_TIMED_OUT', retriable: true, details: { timeoutMs: 500 } });
+    // Thawed: its late answer arrives and is dropped (nobody waits for it); new requests work.
     answering(network);
+    network.resume('fake:1');
+    await settle();
     expect((await conn.request('Metadata', { topics: ['fast'] })).topics[0]!.name).toBe('fast');
     conn.close();
   });

@@ -48,6 +48,8 @@ export interface ConnectionOptions {
   frameBytesMax?: number;
   /** Opens the byte stream (default TCP); tests inject fakes here. */
   socketFactory?: SocketFactory;
+  /** Aborts a connect still under way (CONNECTION_CLOSED), e.g. when its owner closes. */
+  signal?: AbortSignal;
   clock?: Clock;
   logger?: Logger;
 }
@@ -138,23 +140,38 @@ export class Connection {
     const timeoutMs = options.connectTimeoutMs ?? CONNECTION_DEFAULTS.connectTimeoutMs;
     const label = `${address.host}:${address.port}`;
     const socketFactory = options.socketFactory ?? tcpSocketFactory;
+    const signal = options.signal;
+    const aborted = () => new EdgeqError('CONNECTION_CLOSED', `connecting to ${label} was aborted`, { details: { broker: label } });
+    if (signal?.aborted) throw aborted();
     const socket = await new Promise<Transport>((resolve, reject) => {
       const s = socketFactory(address);
+      const onAbort = () => {
+        timer.cancel();
+        s.destroy();
+        reject(aborted());
+      };
       const timer = clock.setTimeout(() => {
+        signal?.removeEventListener('abort', onAbort);
         s.destroy();
         reject(new EdgeqError('REQUEST_TIMED_OUT', `connecting to ${label} took over ${timeoutMs} ms`));
       }, timeoutMs);
+      signal?.addEventListener('abort', onAbort, { once: true });
       s.once('connect', () => {
         timer.cancel();
+        signal?.removeEventListener('abort', onAbort);
         s.removeAllListeners('error');
         resolve(s);
       });
       s.once('error', (err) => {
         timer.cancel();
+        signal?.removeEventListener('abort', onAbort);
         reject(new EdgeqError('CONNECTION_CLOSED', `cannot connect to ${label}: ${err.message}`, { cause: err, details: { broker: label } }));
       });
     });
     const conn = new Connection(socket, address, options);
+    // Aborted during the handshake: the pending ApiVersions fails with CONNECTION_CLOSED.
+    const onAbort = () => conn.close();
+    signal?.addEventListener('abort', onAbort, { once: true });
     try {
       const res = await conn.send('ApiVersions', { clientId: options.clientId ?? CONNECTION_DEFAULTS.clientId, clientSoftware: 'edgeq-js' }, {
         timeoutMs,
@@ -167,6 +184,8 @@ export class Connection {
     } catch (err) {
       conn.close();
       throw err;
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
     }
     return conn;
   }

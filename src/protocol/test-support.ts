@@ -28,6 +28,8 @@ export interface FakeBroker {
 /** One in-memory connection to a scripted broker. */
 class FakeSocket extends Duplex {
   private readonly decoder = new FrameDecoder();
+  /** Bytes written while the broker was frozen: it reads them once resumed, as a SIGCONTed process would. */
+  private readonly unread: Buffer[] = [];
 
   constructor(private readonly broker: () => FakeBroker) {
     super();
@@ -38,9 +40,19 @@ class FakeSocket extends Duplex {
   }
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, done: (err?: Error | null) => void): void {
+    if (this.broker().mode === 'frozen') this.unread.push(Buffer.from(chunk));
+    else this.serve(chunk);
+    done();
+  }
+
+  /** The broker reads what it left unread while frozen. */
+  readUnread(): void {
+    if (this.broker().mode === 'frozen') return;
+    for (const chunk of this.unread.splice(0)) this.serve(chunk);
+  }
+
+  private serve(chunk: Buffer): void {
     const broker = this.broker();
-    // A frozen process reads nothing: the bytes sit in the kernel's buffers.
-    if (broker.mode === 'frozen') return done();
     for (const frame of this.decoder.push(chunk)) {
       const spec = apiSpec(frame.apiKey)!;
       const copy = { ...frame, body: Buffer.from(frame.body) };
@@ -50,7 +62,6 @@ class FakeSocket extends Duplex {
       if (frame.apiKey === ApiKey.ApiVersions) reply({ apis: supportedVersions(), brokerId: broker.brokerId ?? 0, clusterId: 'fake', frameBytesMax: 0 });
       else broker.handler?.(copy, reply);
     }
-    done();
   }
 }
 
@@ -63,10 +74,16 @@ export class FakeNetwork {
   readonly brokers = new Map<string, FakeBroker>();
   readonly opened = new Map<string, number>();
   readonly sockets: Transport[] = [];
+  private readonly byAddress = new Map<string, FakeSocket[]>();
 
   /** Sets how the broker at `address` (`host:port`) behaves. */
   set(address: string, broker: FakeBroker): void {
     this.brokers.set(address, broker);
+  }
+
+  /** After a broker stops being frozen: it reads and answers what was sent to it meanwhile. */
+  resume(address: string): void {
+    for (const socket of this.byAddress.get(address) ?? []) socket.readUnread();
   }
 
   /** The factory to give a `Connection` (or a `Cluster`). */
@@ -75,6 +92,7 @@ export class FakeNetwork {
     this.opened.set(key, (this.opened.get(key) ?? 0) + 1);
     const socket = new FakeSocket(() => this.brokers.get(key) ?? { mode: 'refuse' });
     this.sockets.push(socket);
+    this.byAddress.set(key, [...(this.byAddress.get(key) ?? []), socket]);
     process.nextTick(() => {
       const broker = this.brokers.get(key) ?? { mode: 'refuse' };
       if (broker.mode === 'refuse') socket.destroy(new EdgeqError('CONNECTION_CLOSED', `connect ECONNREFUSED ${key}`));
@@ -84,7 +102,10 @@ export class FakeNetwork {
   };
 }
 
-/** Lets stream events already queued (nextTick, microtasks, immediates) run; not a wall-clock wait. */
-export function settle(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
+/**
+ * Lets stream events already queued run (nextTick, microtasks, immediates), `rounds` times over:
+ * a request through a fake socket takes a few turns. Not a wall-clock wait.
+ */
+export async function settle(rounds = 10): Promise<void> {
+  for (let i = 0; i < rounds; i++) await new Promise((resolve) => setImmediate(resolve));
 }
