@@ -396,26 +396,12 @@ export class Consumer implements AsyncIterable<ConsumerRecord> {
     const maxRecords = options.maxRecords ?? this.opts.pollRecordsMax;
     const deadline = this.clock.monotonicMs() + (options.timeoutMs ?? 1_000);
     const remaining = () => deadline - this.clock.monotonicMs();
-    await this.connect();
-    if (this.member && this.mode === 'subscribe') {
-      const active = this.member.ensureActive();
-      // Joined, or out of time; the timer is cancelled when the join wins (a poll loop would
-      // otherwise leave one pending timer per poll behind).
-      const joined = await new Promise<boolean>((resolve, reject) => {
-        const timer = this.clock.setTimeout(() => resolve(false), Math.max(0, remaining()));
-        active.then(
-          () => {
-            timer.cancel();
-            resolve(true);
-          },
-          (err: unknown) => {
-            timer.cancel();
-            reject(toEdgeqError(err));
-          },
-        );
-      });
-      if (!joined) return nothingTaken();
-    }
+    // Connected (and joined), or out of time. Bounded by the poll's own timeout: a bootstrap
+    // broker that accepts the connection and never answers must not hold a poll past it. What the
+    // poll started goes on (the join starts once connected), so the next poll finds it under way.
+    const member = this.mode === 'subscribe' ? this.member : null;
+    const ready = member ? this.connect().then(() => member.ensureActive()) : this.connect();
+    if (!(await this.settlesWithin(ready, remaining()))) return nothingTaken();
     await this.maybeAutoCommit();
     if ([...this.partitions.values()].some((s) => s.position === null)) {
       await this.initPositions().catch((err) => {
@@ -436,6 +422,26 @@ export class Consumer implements AsyncIterable<ConsumerRecord> {
       this.startFetches(left);
       await this.signal.wait(left);
     }
+  }
+
+  /**
+   * True once `work` resolved, false when `ms` passed first; rejects as `work` does. The timer is
+   * cancelled when the work wins (a poll loop would otherwise leave one pending timer per poll).
+   */
+  private settlesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
+    return new Promise<boolean>((resolve, reject) => {
+      const timer = this.clock.setTimeout(() => resolve(false), Math.max(0, ms));
+      work.then(
+        () => {
+          timer.cancel();
+          resolve(true);
+        },
+        (err: unknown) => {
+          timer.cancel();
+          reject(toEdgeqError(err));
+        },
+      );
+    });
   }
 
   /** Takes buffered records, a partition at a time, starting at a rotating partition for fairness. */
