@@ -41,12 +41,12 @@ export function toProblem(err: unknown): Problem {
   return { type: problemType(e.code), title: titleOf(e.code), status: ERROR_SPECS[e.code].http, code: e.code, detail: e.message, retriable: e.retriable };
 }
 
-/** Builds the problem+json response for `err` (429 answers carry Retry-After). */
+/** Builds the problem+json response for `err` (429 answers, and errors with a `retryAfterMs` hint, carry Retry-After). */
 export function problemResponse(err: unknown): Response {
   const problem = toProblem(err);
   const headers = new Headers({ 'content-type': PROBLEM_CONTENT_TYPE });
-  if (problem.status === 429) {
-    const hintMs = err instanceof EdgeqError ? err.details['retryAfterMs'] : undefined;
+  const hintMs = err instanceof EdgeqError ? err.details['retryAfterMs'] : undefined;
+  if (problem.status === 429 || (problem.retriable && typeof hintMs === 'number')) {
     const seconds = typeof hintMs === 'number' && hintMs > 0 ? Math.ceil(hintMs / 1000) : RETRY_AFTER_SECONDS_DEFAULT;
     headers.set('retry-after', String(seconds));
   }
