@@ -11,8 +11,7 @@
  * but only up to `replicaStalledRetryMs`: then it asks again, so a follower always recovers.
  */
 import { EdgeqError, silentLogger, systemClock, toEdgeqError, type Clock, type Logger } from '../core/index.ts';
-import { Connection } from '../client/index.ts';
-import { errorOf, type ApiName, type FetchRequest, type OffsetForLeaderEpochRequest, type RequestOf, type ResponseOf } from '../protocol/index.ts';
+import { Connection, errorOf, type ApiName, type FetchRequest, type OffsetForLeaderEpochRequest, type RequestOf, type ResponseOf } from '../protocol/index.ts';
 import type { Partition } from './partition.ts';
 
 /** Bounds of replica fetching. */

@@ -8,6 +8,7 @@ import { decodeAssignment, decodeSubscription } from '../group/index.ts';
 import { errorOf, type BrokerStatus as WireBrokerStatus, type GroupListing } from '../protocol/index.ts';
 import { Cluster, type ClusterOptions } from './cluster.ts';
 import type { TopicPartition, TopicPartitionOffset } from './group-member.ts';
+import { withDeadline } from './hedged.ts';
 import { listOffsets, type OffsetSpec } from './list-offsets.ts';
 import { retry, type RetryOptions } from './retry.ts';
 
@@ -76,6 +77,12 @@ export interface GroupDescription {
   members: GroupMemberDescription[];
 }
 
+/** What `readiness` found: partitions nobody leads, and leaders that did not answer in time. */
+export interface CellReadiness {
+  leaderless: TopicPartition[];
+  silentLeaders: number[];
+}
+
 /** Options of an admin client. */
 export interface AdminOptions {
   retry?: RetryOptions;
@@ -140,10 +147,7 @@ export class Admin {
   async describeTopics(names: readonly string[]): Promise<TopicDescription[]> {
     const [meta, configs] = await Promise.all([
       this.cluster.fetchTopics(names),
-      retry(async () => {
-        const conn = await this.cluster.anyConnection();
-        return conn.request('DescribeConfigs', { names: [...names] });
-      }, this.retryOptions),
+      retry(() => this.cluster.requestAny('DescribeConfigs', { names: [...names] }), this.retryOptions),
     ]);
     firstError(configs.topics);
     for (const t of meta) if (t.error) throw t.error;
@@ -223,6 +227,42 @@ export class Admin {
     };
   }
 
+  /**
+   * Whether the cell can serve every partition of every (non-internal) topic now: the metadata,
+   * and one round trip to each broker that leads a partition, all within `timeoutMs`. A broker
+   * that is named leader but does not answer (frozen, or its event loop stuck) is in
+   * `silentLeaders`; a partition without a leader in `leaderless`. Fails with REQUEST_TIMED_OUT
+   * (or the cell's error) when the metadata itself cannot be had in time.
+   */
+  async readiness(options: { timeoutMs: number }): Promise<CellReadiness> {
+    const deadlineMs = this.cluster.clock.monotonicMs() + options.timeoutMs;
+    const topics = await withDeadline(this.cluster.fetchAllTopics(false), options.timeoutMs, this.cluster.clock, () =>
+      new EdgeqError('REQUEST_TIMED_OUT', `the cell gave no metadata within ${options.timeoutMs} ms`, { details: { timeoutMs: options.timeoutMs } }),
+    );
+    const leaderless: TopicPartition[] = [];
+    const leaders = new Set<number>();
+    for (const t of topics) {
+      for (const p of t.partitions) {
+        if (!p) continue;
+        if (p.leaderId < 0) leaderless.push({ topic: t.name, partition: p.partition });
+        else leaders.add(p.leaderId);
+      }
+    }
+    const answers = await Promise.all(
+      [...leaders].map(async (id) => {
+        const leftMs = () => Math.max(1, deadlineMs - this.cluster.clock.monotonicMs());
+        try {
+          const conn = await this.cluster.connectionTo(id, { timeoutMs: leftMs() });
+          await conn.request('Metadata', { topics: [], allTopics: false }, { timeoutMs: leftMs() });
+          return null;
+        } catch {
+          return id;
+        }
+      }),
+    );
+    return { leaderless, silentLeaders: answers.filter((id): id is number => id !== null).sort((a, b) => a - b) };
+  }
+
   /** Every consumer group of every broker. */
   async listGroups(): Promise<GroupListing[]> {
     await this.cluster.ensureFresh();
@@ -278,14 +318,21 @@ export class Admin {
     );
   }
 
-  /** Offsets of partitions: earliest, latest (the high watermark) or the first at/after a time. */
-  async listOffsets(topic: string, options: { spec?: OffsetSpec; partitions?: readonly number[] } = {}): Promise<TopicPartitionOffset[]> {
-    await this.cluster.ensureFresh([topic]);
+  /**
+   * Offsets of partitions: earliest, latest (the high watermark) or the first at/after a time.
+   * With `timeoutMs`, fails with REQUEST_TIMED_OUT rather than wait longer for a silent leader.
+   */
+  async listOffsets(topic: string, options: { spec?: OffsetSpec; partitions?: readonly number[]; timeoutMs?: number } = {}): Promise<TopicPartitionOffset[]> {
+    const fresh = this.cluster.ensureFresh([topic]);
+    await (options.timeoutMs === undefined
+      ? fresh
+      : withDeadline(fresh, options.timeoutMs, this.cluster.clock, () => new EdgeqError('REQUEST_TIMED_OUT', `no metadata for "${topic}" within ${options.timeoutMs} ms`, { details: { topic, timeoutMs: options.timeoutMs } })));
     const count = this.cluster.partitionCount(topic);
     const partitions = options.partitions ?? Array.from({ length: count }, (_, i) => i);
     const found = await listOffsets(this.cluster, partitions.map((partition) => ({ topic, partition })), {
       spec: options.spec ?? 'latest',
       retry: this.retryOptions,
+      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
     });
     return found.sort((a, b) => a.partition - b.partition);
   }

@@ -4,6 +4,7 @@
  * own connections (like KafkaJS), so a slow consumer's long polls never delay a producer.
  */
 import { silentLogger, type Clock, type Logger } from '../core/index.ts';
+import type { SocketFactory } from '../protocol/index.ts';
 import { Admin, type AdminOptions } from './admin.ts';
 import { Cluster, type ClusterOptions } from './cluster.ts';
 import { Consumer, type ConsumerOptions } from './consumer.ts';
@@ -22,10 +23,16 @@ export interface ClientOptions {
   /** Requests on the wire per connection. */
   inflightRequestsMax?: number;
   metadataMaxAgeMs?: number;
+  /** See `ClusterOptions`: one bounded, hedged attempt per broker for lookups any broker answers. */
+  metadataAttemptTimeoutMs?: number;
+  metadataHedgeDelayMs?: number;
+  slowBrokerPenaltyMs?: number;
   reconnectBackoffMs?: number;
   reconnectBackoffMsMax?: number;
   /** Retry bounds for metadata, coordinator and admin requests. */
   retry?: RetryOptions;
+  /** Opens the byte stream to a broker (default TCP); tests inject fakes here. */
+  socketFactory?: SocketFactory;
 }
 
 interface Closable {
@@ -49,6 +56,10 @@ export class EdgeqClient {
       ...(o.requestTimeoutMs !== undefined ? { requestTimeoutMs: o.requestTimeoutMs } : {}),
       ...(o.inflightRequestsMax !== undefined ? { inflightRequestsMax: o.inflightRequestsMax } : {}),
       ...(o.metadataMaxAgeMs !== undefined ? { metadataMaxAgeMs: o.metadataMaxAgeMs } : {}),
+      ...(o.metadataAttemptTimeoutMs !== undefined ? { metadataAttemptTimeoutMs: o.metadataAttemptTimeoutMs } : {}),
+      ...(o.metadataHedgeDelayMs !== undefined ? { metadataHedgeDelayMs: o.metadataHedgeDelayMs } : {}),
+      ...(o.slowBrokerPenaltyMs !== undefined ? { slowBrokerPenaltyMs: o.slowBrokerPenaltyMs } : {}),
+      ...(o.socketFactory ? { socketFactory: o.socketFactory } : {}),
       ...(o.reconnectBackoffMs !== undefined ? { reconnectBackoffMs: o.reconnectBackoffMs } : {}),
       ...(o.reconnectBackoffMsMax !== undefined ? { reconnectBackoffMsMax: o.reconnectBackoffMsMax } : {}),
       ...(o.retry ? { retry: o.retry } : {}),

@@ -9,10 +9,29 @@
  * Concurrent refreshes share one request. Connections are keyed by address; a failed connect
  * waits an exponential, jittered backoff before the next try to the same address, so a restarting
  * broker is not hammered.
+ *
+ * A broker that accepts connections but answers nothing (a frozen process: SIGSTOP, a stuck event
+ * loop) must not stall requests any broker could answer (metadata, bootstrap, coordinator lookup,
+ * configs). Each attempt at one broker is bounded by `metadataAttemptTimeoutMs`; after
+ * `metadataHedgeDelayMs` without an answer the next known broker is asked too (hedged), and the
+ * first answer wins. A broker whose attempt ran out of time is remembered as slow and asked last
+ * for `slowBrokerPenaltyMs`, or until it answers again. A caller that needs one broker (a leader)
+ * bounds its own wait with `connectionTo(id, { timeoutMs })`.
  */
 import { EdgeqError, silentLogger, systemClock, toEdgeqError, type Clock, type ErrorCode, type Logger, type TimerHandle } from '../core/index.ts';
-import { errorOf, type BrokerInfo, type MetadataResponse } from '../protocol/index.ts';
-import { Connection, parseAddress, type BrokerAddress, type ConnectionOptions } from './connection.ts';
+import {
+  Connection,
+  errorOf,
+  parseAddress,
+  type ApiName,
+  type BrokerAddress,
+  type BrokerInfo,
+  type ConnectionOptions,
+  type MetadataResponse,
+  type RequestOf,
+  type ResponseOf,
+} from '../protocol/index.ts';
+import { hedge, withDeadline } from './hedged.ts';
 import { backoffDelayMs, retry, sleep, type RetryOptions } from './retry.ts';
 
 /** Options of a cluster view. */
@@ -24,6 +43,12 @@ export interface ClusterOptions extends ConnectionOptions {
   /** Base and cap of the backoff between connects to the same address. */
   reconnectBackoffMs?: number;
   reconnectBackoffMsMax?: number;
+  /** Bound on one attempt at one broker for metadata, bootstrap, coordinator and config lookups (connect included). */
+  metadataAttemptTimeoutMs?: number;
+  /** Wait for one broker's answer to such a lookup before also asking the next known broker. */
+  metadataHedgeDelayMs?: number;
+  /** How long a broker whose attempt ran out of time is asked last. */
+  slowBrokerPenaltyMs?: number;
   /** Retry bounds for metadata and coordinator lookups. */
   retry?: RetryOptions;
   random?: () => number;
@@ -34,6 +59,13 @@ export const CLUSTER_DEFAULTS = {
   metadataMaxAgeMs: 300_000,
   reconnectBackoffMs: 50,
   reconnectBackoffMsMax: 2_000,
+  // A live broker answers metadata from memory in milliseconds; 2 s is that with room for a
+  // loaded machine, and a fifth of the 10 s connect timeout that a frozen broker used to cost.
+  metadataAttemptTimeoutMs: 2_000,
+  // Well above a healthy round trip (so a live broker is rarely asked twice), well below the
+  // attempt bound: with one frozen broker ahead in the list, a lookup costs about 250 ms more.
+  metadataHedgeDelayMs: 250,
+  slowBrokerPenaltyMs: 30_000,
 } as const;
 
 /** One partition as the metadata describes it. */
@@ -75,9 +107,15 @@ export function isStaleMetadataError(err: unknown): boolean {
 }
 
 interface AddressState {
+  address: BrokerAddress;
+  /** The connection, or the attempt to open it. */
   conn: Promise<Connection> | null;
+  /** The connection once open (never a pending one: callers must not wait on a frozen handshake). */
+  open: Connection | null;
   failures: number;
   nextAttemptMs: number;
+  /** Until when this broker is asked last: its last attempt got no answer in time. */
+  slowUntilMs: number;
 }
 
 const addressKey = (a: BrokerAddress): string => `${a.host}:${a.port}`;
@@ -89,6 +127,9 @@ export class Cluster {
   private readonly options: ClusterOptions;
   private readonly bootstrap: BrokerAddress[];
   private readonly metadataMaxAgeMs: number;
+  private readonly metadataAttemptTimeoutMs: number;
+  private readonly metadataHedgeDelayMs: number;
+  private readonly slowBrokerPenaltyMs: number;
   private readonly random: () => number;
   private readonly addresses = new Map<string, AddressState>();
   private readonly brokersById = new Map<number, BrokerInfo>();
@@ -101,6 +142,8 @@ export class Cluster {
   private stale = true;
   private timer: TimerHandle | null = null;
   private closed = false;
+  /** Aborts connects under way when the cluster closes (a frozen broker's handshake would hold them for connectTimeoutMs). */
+  private readonly aborter = new AbortController();
   clusterId = '';
 
   constructor(options: ClusterOptions) {
@@ -110,7 +153,19 @@ export class Cluster {
     this.clock = options.clock ?? systemClock;
     this.logger = (options.logger ?? silentLogger).child({ component: 'cluster' });
     this.metadataMaxAgeMs = options.metadataMaxAgeMs ?? CLUSTER_DEFAULTS.metadataMaxAgeMs;
+    this.metadataAttemptTimeoutMs = options.metadataAttemptTimeoutMs ?? CLUSTER_DEFAULTS.metadataAttemptTimeoutMs;
+    this.metadataHedgeDelayMs = options.metadataHedgeDelayMs ?? CLUSTER_DEFAULTS.metadataHedgeDelayMs;
+    this.slowBrokerPenaltyMs = options.slowBrokerPenaltyMs ?? CLUSTER_DEFAULTS.slowBrokerPenaltyMs;
     this.random = options.random ?? Math.random;
+    for (const [key, v] of Object.entries({ metadataAttemptTimeoutMs: this.metadataAttemptTimeoutMs, metadataHedgeDelayMs: this.metadataHedgeDelayMs, slowBrokerPenaltyMs: this.slowBrokerPenaltyMs })) {
+      if (!(Number.isSafeInteger(v) && v > 0)) throw new EdgeqError('INVALID_CONFIG', `${key} must be a positive integer, got ${v}`, { details: { key } });
+    }
+    // A hedge that starts after the attempt it hedges has given up is no hedge.
+    if (this.metadataHedgeDelayMs >= this.metadataAttemptTimeoutMs) {
+      throw new EdgeqError('INVALID_CONFIG', `metadataHedgeDelayMs (${this.metadataHedgeDelayMs}) must be below metadataAttemptTimeoutMs (${this.metadataAttemptTimeoutMs})`, {
+        details: { key: 'metadataHedgeDelayMs' },
+      });
+    }
   }
 
   /** Connects to a bootstrap broker and loads metadata; starts the periodic refresh. */
@@ -174,10 +229,7 @@ export class Cluster {
       try {
         // Cleared first: an error reported while the request is out marks it stale again.
         this.stale = false;
-        const res = await retry(async () => {
-          const conn = await this.anyConnection();
-          return conn.request('Metadata', { topics: [...this.tracked], allTopics: false });
-        }, { clock: this.clock, random: this.random, ...this.options.retry });
+        const res = await retry(() => this.requestAny('Metadata', { topics: [...this.tracked], allTopics: false }), { clock: this.clock, random: this.random, ...this.options.retry });
         this.applyMetadata(res, true);
       } catch (err) {
         this.stale = true;
@@ -191,20 +243,14 @@ export class Cluster {
 
   /** Asks for the metadata of all topics (admin listings); does not change what is tracked. */
   async fetchAllTopics(includeInternal = false): Promise<TopicInfo[]> {
-    const res = await retry(async () => {
-      const conn = await this.anyConnection();
-      return conn.request('Metadata', { topics: [], allTopics: true, includeInternal });
-    }, { clock: this.clock, random: this.random, ...this.options.retry });
+    const res = await retry(() => this.requestAny('Metadata', { topics: [], allTopics: true, includeInternal }), { clock: this.clock, random: this.random, ...this.options.retry });
     this.applyMetadata(res, false);
     return res.topics.map(toTopicInfo);
   }
 
   /** Metadata of the named topics, asked of the cluster now (admin describe). */
   async fetchTopics(names: readonly string[]): Promise<TopicInfo[]> {
-    const res = await retry(async () => {
-      const conn = await this.anyConnection();
-      return conn.request('Metadata', { topics: [...names], allTopics: false });
-    }, { clock: this.clock, random: this.random, ...this.options.retry });
+    const res = await retry(() => this.requestAny('Metadata', { topics: [...names], allTopics: false }), { clock: this.clock, random: this.random, ...this.options.retry });
     this.applyMetadata(res, false);
     return res.topics.map(toTopicInfo);
   }
@@ -252,41 +298,93 @@ export class Cluster {
     return [...this.brokersById.values()];
   }
 
-  /** The connection to a broker by id, opened (with backoff) when needed. */
-  async connectionTo(brokerId: number): Promise<Connection> {
+  /**
+   * The connection to a broker by id, opened (with backoff) when needed. With `timeoutMs`, the
+   * caller waits at most that long (REQUEST_TIMED_OUT): a frozen broker's handshake never ends.
+   */
+  async connectionTo(brokerId: number, options: { timeoutMs?: number } = {}): Promise<Connection> {
     const b = this.brokersById.get(brokerId);
     if (!b) throw new EdgeqError('BROKER_NOT_AVAILABLE', `broker ${brokerId} is not in the metadata`, { details: { brokerId } });
-    return this.connectionAt({ host: b.host, port: b.port });
+    const address = { host: b.host, port: b.port };
+    if (options.timeoutMs === undefined) return this.connectionAt(address);
+    return this.connectionWithin(address, options.timeoutMs);
   }
 
-  /** Any open connection, else a new one to a known broker or a bootstrap address. */
+  /**
+   * An open connection to a broker not known to be slow, else the first connection a hedged
+   * attempt over the known brokers and bootstrap addresses opens.
+   */
   async anyConnection(): Promise<Connection> {
+    const now = this.clock.monotonicMs();
     for (const state of this.addresses.values()) {
-      if (!state.conn) continue;
-      const conn = await state.conn.catch(() => null);
-      if (conn && !conn.closed) return conn;
+      if (state.open && !state.open.closed && state.slowUntilMs <= now) return state.open;
     }
-    const candidates = [...this.brokers().map((b) => ({ host: b.host, port: b.port })), ...this.bootstrap];
-    // Try the address whose backoff ends first, so one dead bootstrap does not stall the others.
-    const seen = new Set<string>();
-    const unique = candidates.filter((a) => !seen.has(addressKey(a)) && seen.add(addressKey(a)));
-    unique.sort((a, b) => this.stateOf(a).nextAttemptMs - this.stateOf(b).nextAttemptMs);
-    let last: unknown = null;
-    for (const a of unique) {
-      try {
-        return await this.connectionAt(a);
-      } catch (err) {
-        last = err;
+    return this.askAnyBroker('a connection', async (conn) => conn);
+  }
+
+  /**
+   * Sends a request any broker can answer (Metadata, FindCoordinator, DescribeConfigs: reads, so
+   * asking two brokers is harmless) to the first broker that answers, hedged (see the file comment).
+   */
+  async requestAny<N extends ApiName>(name: N, body: RequestOf<N>): Promise<ResponseOf<N>> {
+    return this.askAnyBroker(name, (conn, timeoutMs) => conn.request(name, body, { timeoutMs }));
+  }
+
+  /**
+   * Candidates for a request any broker can answer: open connections to brokers not known to be
+   * slow first, in the order they were opened (the broker `anyConnection` gives, so a describe
+   * right after a create asks the broker that created), then the other known and bootstrap
+   * addresses by when their backoff ends, slow brokers last.
+   */
+  private candidates(): BrokerAddress[] {
+    const now = this.clock.monotonicMs();
+    const open = [...this.addresses.values()].filter((s) => s.open && !s.open.closed && s.slowUntilMs <= now).map((s) => s.address);
+    const seen = new Set<string>(open.map(addressKey));
+    const rest = [...this.brokers().map((b) => ({ host: b.host, port: b.port })), ...this.bootstrap].filter((a) => !seen.has(addressKey(a)) && seen.add(addressKey(a)));
+    const slow = (a: BrokerAddress): number => (this.stateOf(a).slowUntilMs > now ? 1 : 0);
+    // Stable sort: within each group, the address whose backoff ends first, then the given order.
+    rest.sort((a, b) => slow(a) - slow(b) || this.stateOf(a).nextAttemptMs - this.stateOf(b).nextAttemptMs);
+    return [...open, ...rest];
+  }
+
+  private askAnyBroker<T>(what: string, ask: (conn: Connection, timeoutMs: number) => Promise<T>): Promise<T> {
+    if (this.closed) return Promise.reject(new EdgeqError('CONNECTION_CLOSED', 'the client is closed'));
+    return hedge(this.candidates(), (a) => this.attemptAt(a, what, ask), { hedgeDelayMs: this.metadataHedgeDelayMs, clock: this.clock, what, label: addressKey });
+  }
+
+  /** One bounded attempt at one broker; a broker that stays silent through it is remembered as slow. */
+  private async attemptAt<T>(address: BrokerAddress, what: string, ask: (conn: Connection, timeoutMs: number) => Promise<T>): Promise<T> {
+    const state = this.stateOf(address);
+    const deadlineMs = this.clock.monotonicMs() + this.metadataAttemptTimeoutMs;
+    try {
+      const conn = await this.connectionWithin(address, this.metadataAttemptTimeoutMs);
+      const value = await ask(conn, Math.max(1, deadlineMs - this.clock.monotonicMs()));
+      state.slowUntilMs = 0;
+      return value;
+    } catch (err) {
+      const e = toEdgeqError(err);
+      if (e.code === 'REQUEST_TIMED_OUT') {
+        state.slowUntilMs = this.clock.monotonicMs() + this.slowBrokerPenaltyMs;
+        this.logger.info({ address: addressKey(address), what, penaltyMs: this.slowBrokerPenaltyMs }, 'broker did not answer in time; asked last for a while');
       }
+      throw e;
     }
-    throw new EdgeqError('BROKER_NOT_AVAILABLE', `no broker reachable (tried ${unique.map(addressKey).join(', ')})`, { cause: last });
+  }
+
+  /** `connectionAt`, but the caller stops waiting after `timeoutMs` (the connect itself goes on, bounded by connectTimeoutMs). */
+  private connectionWithin(address: BrokerAddress, timeoutMs: number): Promise<Connection> {
+    const state = this.stateOf(address);
+    if (state.open && !state.open.closed) return Promise.resolve(state.open);
+    return withDeadline(this.connectionAt(address), timeoutMs, this.clock, () =>
+      new EdgeqError('REQUEST_TIMED_OUT', `connecting to ${addressKey(address)} took over ${timeoutMs} ms`, { details: { broker: addressKey(address), timeoutMs } }),
+    );
   }
 
   private stateOf(a: BrokerAddress): AddressState {
     const key = addressKey(a);
     let s = this.addresses.get(key);
     if (!s) {
-      s = { conn: null, failures: 0, nextAttemptMs: 0 };
+      s = { address: { host: a.host, port: a.port }, conn: null, open: null, failures: 0, nextAttemptMs: 0, slowUntilMs: 0 };
       this.addresses.set(key, s);
     }
     return s;
@@ -296,6 +394,7 @@ export class Cluster {
   async connectionAt(address: BrokerAddress): Promise<Connection> {
     if (this.closed) throw new EdgeqError('CONNECTION_CLOSED', 'the client is closed');
     const state = this.stateOf(address);
+    if (state.open && !state.open.closed) return state.open;
     for (;;) {
       const current = state.conn;
       if (!current) break;
@@ -319,11 +418,17 @@ export class Cluster {
     if (waitMs > 0) await sleep(waitMs, this.clock);
     if (this.closed) throw new EdgeqError('CONNECTION_CLOSED', 'the client is closed');
     try {
-      const conn = await Connection.connect(address, { ...this.options, clock: this.clock, logger: this.logger });
+      const conn = await Connection.connect(address, { ...this.options, clock: this.clock, logger: this.logger, signal: this.aborter.signal });
       state.failures = 0;
       state.nextAttemptMs = 0;
+      if (this.closed) {
+        conn.close();
+        throw new EdgeqError('CONNECTION_CLOSED', 'the client is closed');
+      }
+      state.open = conn;
       if (conn.clusterId) this.clusterId = conn.clusterId;
       conn.onClose((err) => {
+        if (state.open === conn) state.open = null;
         if (this.closed) return;
         this.logger.debug({ address: addressKey(address), err: err.message }, 'connection lost');
         this.markStale(err);
@@ -338,6 +443,7 @@ export class Cluster {
         random: this.random,
       });
       state.nextAttemptMs = this.clock.monotonicMs() + delay;
+      this.logger.debug({ address: addressKey(address), failures: state.failures, backoffMs: delay, err: toEdgeqError(err).code }, 'connect failed');
       if (state.conn === self()) state.conn = null;
       this.markStale(err);
       throw err;
@@ -349,8 +455,7 @@ export class Cluster {
     const known = this.coordinators.get(groupId);
     if (known) return this.connectionAt(known);
     const address = await retry(async () => {
-      const conn = await this.anyConnection();
-      const res = await conn.request('FindCoordinator', { key: groupId });
+      const res = await this.requestAny('FindCoordinator', { key: groupId });
       const err = errorOf(res.error, { groupId });
       if (err) throw err;
       if (!res.coordinator) throw new EdgeqError('COORDINATOR_NOT_AVAILABLE', `no coordinator for group "${groupId}"`, { details: { groupId } });
@@ -365,14 +470,18 @@ export class Cluster {
     this.coordinators.delete(groupId);
   }
 
-  /** Closes every connection and stops the refresh timer. */
+  /**
+   * Closes every connection and stops the refresh timer. Connects under way are aborted, not
+   * waited for (one to a frozen broker would take connectTimeoutMs); one that finishes anyway
+   * closes itself (see `openAfterBackoff`).
+   */
   async close(): Promise<void> {
     this.closed = true;
     this.timer?.cancel();
     this.timer = null;
-    const conns = [...this.addresses.values()].map((s) => s.conn).filter((c): c is Promise<Connection> => c !== null);
+    this.aborter.abort();
+    for (const s of this.addresses.values()) s.open?.close();
     this.addresses.clear();
-    await Promise.all(conns.map((c) => c.then((conn) => conn.close(), () => undefined)));
   }
 }
 

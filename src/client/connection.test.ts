@@ -1,7 +1,6 @@
-// Proves a Connection negotiates versions, matches pipelined answers by correlation id, bounds requests in flight, times out, and fails pending requests when the socket drops.
+// Proves over real TCP (a frame-speaking fake broker) that a Connection negotiates versions, matches pipelined answers by correlation id, bounds requests in flight, times out, and fails pending requests when the socket drops.
 import { afterEach, describe, expect, it } from 'vitest';
-import { decodeBody, type ApiName, type MetadataRequest } from '../protocol/index.ts';
-import { Connection, parseAddress } from './connection.ts';
+import { Connection, decodeBody, parseAddress, type ApiName, type MetadataRequest } from '../protocol/index.ts';
 import { FakeServer, type FakeHandler } from './test-support.ts';
 
 let server: FakeServer | null = null;

@@ -12,6 +12,10 @@
  * out by earlier polls (they were processed by the time the next poll is called), and commits
  * again before a rebalance and on close. `at-most-once` commits the new positions before a poll
  * returns its records, so a crash after that loses them rather than repeating them.
+ *
+ * What is committed is only ever what was handed out (`delivered`), never what was fetched: the
+ * `for await` iterator takes a whole batch from the buffer at once, which moves `position` past
+ * records the loop has not seen yet, so `commit()` and `close()` in the loop body must not use it.
  */
 import { EdgeqError, silentLogger, toEdgeqError, type Clock, type Logger, type TimerHandle } from '../core/index.ts';
 import { assignorByName, type Assignor } from '../group/index.ts';
@@ -99,6 +103,12 @@ interface PartitionState {
   partition: number;
   /** Next offset to hand out; null until found (committed offset or reset policy). */
   position: number | null;
+  /**
+   * Offset after the last record handed to the application (returned by `poll`, yielded by the
+   * iterator), or where a seek, reset or committed offset put it. Behind `position` while the
+   * iterator holds a batch; `commit()` and `close()` commit this, never `position`.
+   */
+  delivered: number | null;
   /** Fetched records at or after `position`, not yet handed out. */
   buffer: ConsumerRecord[];
   fetching: boolean;
@@ -107,6 +117,15 @@ interface PartitionState {
 }
 
 const keyOf = (topic: string, partition: number): string => `${topic}\u0000${partition}`;
+
+/** Records taken from the buffers, with the epoch of each partition they came from at that moment. */
+interface Taken {
+  records: ConsumerRecord[];
+  epochs: Map<PartitionState, number>;
+}
+
+/** An empty take (a fresh one each time: poll hands its array to the caller). */
+const nothingTaken = (): Taken => ({ records: [], epochs: new Map() });
 
 /** Resolves waiters on `notify`, or after their own timeout. */
 class Signal {
@@ -280,7 +299,7 @@ export class Consumer implements AsyncIterable<ConsumerRecord> {
     const k = keyOf(tp.topic, tp.partition);
     let s = this.partitions.get(k);
     if (!s) {
-      s = { topic: tp.topic, partition: tp.partition, position: null, buffer: [], fetching: false, epoch: 0 };
+      s = { topic: tp.topic, partition: tp.partition, position: null, delivered: null, buffer: [], fetching: false, epoch: 0 };
       this.partitions.set(k, s);
     }
     const seek = this.pendingSeeks.get(k);
@@ -293,6 +312,7 @@ export class Consumer implements AsyncIterable<ConsumerRecord> {
 
   private setPosition(s: PartitionState, offset: number): void {
     s.position = offset;
+    s.delivered = offset;
     s.buffer = [];
     s.epoch++;
     s.fetching = false;
@@ -331,6 +351,7 @@ export class Consumer implements AsyncIterable<ConsumerRecord> {
       const c = committed.get(keyOf(s.topic, s.partition));
       if (c !== undefined && c >= 0) {
         s.position = c;
+        s.delivered = c;
         this.committable.set(keyOf(s.topic, s.partition), c);
       } else reset.push(s);
     }
@@ -344,6 +365,7 @@ export class Consumer implements AsyncIterable<ConsumerRecord> {
       const s = this.partitions.get(keyOf(f.topic, f.partition));
       if (s && s.position === null) {
         s.position = f.offset;
+        s.delivered = f.offset;
         s.epoch++;
       }
     }
@@ -354,36 +376,32 @@ export class Consumer implements AsyncIterable<ConsumerRecord> {
   /** Returns up to `maxRecords` records, waiting up to `timeoutMs` for some to arrive. */
   async poll(options: PollOptions = {}): Promise<ConsumerRecord[]> {
     // Records handed out by earlier polls count as processed now.
-    for (const s of this.partitions.values()) if (s.position !== null) this.committable.set(keyOf(s.topic, s.partition), s.position);
-    return this.pollInternal(options);
+    this.markDeliveredProcessed();
+    const taken = await this.pollInternal(options);
+    for (const r of taken.records) {
+      const s = this.partitions.get(keyOf(r.topic, r.partition));
+      if (s && taken.epochs.get(s) === s.epoch) s.delivered = r.offset + 1;
+    }
+    return taken.records;
   }
 
-  private async pollInternal(options: PollOptions): Promise<ConsumerRecord[]> {
+  /** Everything handed out so far counts as processed (safe to commit under at-least-once). */
+  private markDeliveredProcessed(): void {
+    for (const s of this.partitions.values()) if (s.delivered !== null) this.committable.set(keyOf(s.topic, s.partition), s.delivered);
+  }
+
+  private async pollInternal(options: PollOptions): Promise<Taken> {
     if (this.closed) throw new EdgeqError('CONNECTION_CLOSED', 'the consumer is closed', { retriable: false });
     if (this.mode === 'none') throw new EdgeqError('INVALID_ARGUMENT', 'call subscribe() or assign() before poll()');
     const maxRecords = options.maxRecords ?? this.opts.pollRecordsMax;
     const deadline = this.clock.monotonicMs() + (options.timeoutMs ?? 1_000);
     const remaining = () => deadline - this.clock.monotonicMs();
-    await this.connect();
-    if (this.member && this.mode === 'subscribe') {
-      const active = this.member.ensureActive();
-      // Joined, or out of time; the timer is cancelled when the join wins (a poll loop would
-      // otherwise leave one pending timer per poll behind).
-      const joined = await new Promise<boolean>((resolve, reject) => {
-        const timer = this.clock.setTimeout(() => resolve(false), Math.max(0, remaining()));
-        active.then(
-          () => {
-            timer.cancel();
-            resolve(true);
-          },
-          (err: unknown) => {
-            timer.cancel();
-            reject(toEdgeqError(err));
-          },
-        );
-      });
-      if (!joined) return [];
-    }
+    // Connected (and joined), or out of time. Bounded by the poll's own timeout: a bootstrap
+    // broker that accepts the connection and never answers must not hold a poll past it. What the
+    // poll started goes on (the join starts once connected), so the next poll finds it under way.
+    const member = this.mode === 'subscribe' ? this.member : null;
+    const ready = member ? this.connect().then(() => member.ensureActive()) : this.connect();
+    if (!(await this.settlesWithin(ready, remaining()))) return nothingTaken();
     await this.maybeAutoCommit();
     if ([...this.partitions.values()].some((s) => s.position === null)) {
       await this.initPositions().catch((err) => {
@@ -393,24 +411,45 @@ export class Consumer implements AsyncIterable<ConsumerRecord> {
       });
     }
     for (;;) {
-      if (this.closed) return [];
-      const records = this.take(maxRecords);
-      if (records.length > 0) {
-        if (this.opts.delivery === 'at-most-once' && this.groupId !== null) await this.commitBeforeHandOut(records);
-        return records;
+      if (this.closed) return nothingTaken();
+      const taken = this.take(maxRecords);
+      if (taken.records.length > 0) {
+        if (this.opts.delivery === 'at-most-once' && this.groupId !== null) await this.commitBeforeHandOut(taken.records);
+        return taken;
       }
       const left = remaining();
-      if (left <= 0) return [];
+      if (left <= 0) return nothingTaken();
       this.startFetches(left);
       await this.signal.wait(left);
     }
   }
 
+  /**
+   * True once `work` resolved, false when `ms` passed first; rejects as `work` does. The timer is
+   * cancelled when the work wins (a poll loop would otherwise leave one pending timer per poll).
+   */
+  private settlesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
+    return new Promise<boolean>((resolve, reject) => {
+      const timer = this.clock.setTimeout(() => resolve(false), Math.max(0, ms));
+      work.then(
+        () => {
+          timer.cancel();
+          resolve(true);
+        },
+        (err: unknown) => {
+          timer.cancel();
+          reject(toEdgeqError(err));
+        },
+      );
+    });
+  }
+
   /** Takes buffered records, a partition at a time, starting at a rotating partition for fairness. */
-  private take(maxRecords: number): ConsumerRecord[] {
+  private take(maxRecords: number): Taken {
     const out: ConsumerRecord[] = [];
+    const epochs = new Map<PartitionState, number>();
     const states = [...this.partitions.values()];
-    if (states.length === 0) return out;
+    if (states.length === 0) return { records: out, epochs };
     this.rotate = (this.rotate + 1) % states.length;
     for (let i = 0; i < states.length && out.length < maxRecords; i++) {
       const s = states[(this.rotate + i) % states.length]!;
@@ -419,8 +458,9 @@ export class Consumer implements AsyncIterable<ConsumerRecord> {
       const taken = s.buffer.splice(0, n);
       out.push(...taken);
       s.position = taken[taken.length - 1]!.offset + 1;
+      epochs.set(s, s.epoch);
     }
-    return out;
+    return { records: out, epochs };
   }
 
   private async commitBeforeHandOut(records: ConsumerRecord[]): Promise<void> {
@@ -582,7 +622,8 @@ export class Consumer implements AsyncIterable<ConsumerRecord> {
 
   /**
    * Commits offsets (each the next offset to consume) for the group; without arguments, the
-   * positions of every record handed out so far.
+   * offset after every record handed out so far (returned by `poll` or yielded by the iterator,
+   * the one the loop body is on included), never one only fetched.
    */
   async commit(offsets?: readonly TopicPartitionOffset[]): Promise<void> {
     let list: TopicPartitionOffset[];
@@ -590,36 +631,49 @@ export class Consumer implements AsyncIterable<ConsumerRecord> {
     else {
       list = [];
       for (const s of this.partitions.values()) {
-        if (s.position === null) continue;
-        list.push({ topic: s.topic, partition: s.partition, offset: s.position });
-        this.committable.set(keyOf(s.topic, s.partition), s.position);
+        if (s.delivered === null) continue;
+        list.push({ topic: s.topic, partition: s.partition, offset: s.delivered });
+        this.committable.set(keyOf(s.topic, s.partition), s.delivered);
       }
     }
     await this.commitOffsets(list);
     this.lastCommitMs = this.clock.monotonicMs();
   }
 
-  /** Yields records one by one until the consumer is closed; each counts as processed once the loop body finished with it. */
+  /**
+   * Yields records one by one until the consumer is closed; each counts as processed once the
+   * loop body finished with it (asked for the next). A batch is taken from the buffer at once, but
+   * a record counts as handed out only when yielded: `commit()` or `close()` in the loop body
+   * commits up to the record the body is on, and a `break` gives the rest back to the buffer.
+   */
   async *[Symbol.asyncIterator](): AsyncIterator<ConsumerRecord> {
     while (!this.closed) {
       // Everything yielded so far was processed: the loop body came back for more.
-      for (const s of this.partitions.values()) if (s.position !== null) this.committable.set(keyOf(s.topic, s.partition), s.position);
-      let records: ConsumerRecord[];
+      this.markDeliveredProcessed();
+      let taken: Taken;
       try {
-        records = await this.pollInternal({ timeoutMs: this.opts.maxWaitMs });
+        taken = await this.pollInternal({ timeoutMs: this.opts.maxWaitMs });
       } catch (err) {
         if (this.closed) return;
         throw err;
       }
+      const records = taken.records;
       let next = 0;
       try {
-        while (next < records.length) {
+        while (next < records.length && !this.closed) {
           const r = records[next++]!;
+          const key = keyOf(r.topic, r.partition);
+          const s = this.partitions.get(key);
+          const epoch = s ? taken.epochs.get(s) : undefined;
+          // Revoked or seeked since the batch was taken: no longer ours to hand out (the new owner,
+          // or the new position, reads it).
+          if (!s || epoch !== s.epoch) continue;
+          s.delivered = r.offset + 1;
           yield r;
-          this.committable.set(keyOf(r.topic, r.partition), r.offset + 1);
+          if (this.partitions.get(key) === s && s.epoch === epoch) this.committable.set(key, r.offset + 1);
         }
       } finally {
-        // The loop ended early (break, throw): records taken but never yielded go back.
+        // The loop ended early (break, throw, close): records taken but never yielded go back.
         if (next < records.length) this.giveBack(records.slice(next));
       }
     }
@@ -632,8 +686,9 @@ export class Consumer implements AsyncIterable<ConsumerRecord> {
   async close(): Promise<void> {
     if (this.closed) return;
     if (this.member && this.mode === 'subscribe' && this.member.isStable && this.opts.delivery === 'at-least-once' && this.opts.autoCommit) {
-      // Closing is like asking for more: everything handed out so far was processed.
-      for (const s of this.partitions.values()) if (s.position !== null) this.committable.set(keyOf(s.topic, s.partition), s.position);
+      // Closing is like asking for more: everything handed out so far was processed (and only
+      // that: not the rest of a batch the iterator holds).
+      this.markDeliveredProcessed();
       await this.commitOffsets(this.committableOffsets()).catch((err) => this.logger.info({ err: toEdgeqError(err).code }, 'final commit failed'));
     }
     this.closed = true;

@@ -15,10 +15,12 @@ export {
   type TopicPartition,
   type TopicPartitionOffset,
 } from './consumer.ts';
-export { Admin, createAdmin, type AdminOptions, type NewTopic, type TopicDescription, type GroupDescription, type GroupMemberDescription, type CellStatus, type CellPartitionStatus, type BrokerStatus } from './admin.ts';
+export { Admin, createAdmin, type AdminOptions, type CellReadiness, type NewTopic, type TopicDescription, type GroupDescription, type GroupMemberDescription, type CellStatus, type CellPartitionStatus, type BrokerStatus } from './admin.ts';
 export type { OffsetSpec } from './list-offsets.ts';
 export { Cluster, CLUSTER_DEFAULTS, isStaleMetadataError, type ClusterOptions, type TopicInfo, type PartitionInfo } from './cluster.ts';
-export { Connection, CONNECTION_DEFAULTS, parseAddress, type BrokerAddress, type ConnectionOptions, type RequestOptions } from './connection.ts';
+// The connection lives in the protocol layer (the broker's replica fetcher shares it); exported
+// here too until every importer takes it from there.
+export { Connection, CONNECTION_DEFAULTS, parseAddress, type BrokerAddress, type ConnectionOptions, type RequestOptions, type SocketFactory } from '../protocol/index.ts';
 export { retry, backoffDelayMs, sleep, RETRY_DEFAULTS, type RetryOptions } from './retry.ts';
 export { DefaultPartitioner, partitionForKey, type Partitioner, type PartitionInput } from './partitioner.ts';
 export { murmur2, toPositive } from './murmur2.ts';

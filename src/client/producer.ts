@@ -153,6 +153,8 @@ export class Producer {
   private wakeAtMs = Infinity;
   /** Resolves when the latest `send` has appended its records (see `send`). */
   private appendTail: Promise<void> = Promise.resolve();
+  /** Per leader id: resolves when the latest request to it was handed to its connection (see `ship`). */
+  private readonly dispatchTails = new Map<number, Promise<void>>();
 
   constructor(cluster: Cluster, options: ProducerOptions = {}, deps: { ownsCluster?: boolean; logger?: Logger } = {}) {
     this.cluster = cluster;
@@ -579,26 +581,44 @@ export class Producer {
         topic.partitions.push({ partition: batch.partition, records: batch.bytes!, leaderEpoch });
       }
       const list = entries.map((e) => e.batch);
-      let conn;
-      try {
-        conn = await this.cluster.connectionTo(leaderId);
-      } catch (err) {
-        for (const b of list) this.onBatchError(b, toEdgeqError(err));
-        continue;
-      }
-      if (this.acks === 0) {
-        conn.requestNoResponse('Produce', request).then(
-          () => list.forEach((b) => this.onBatchSuccess(b, -1)),
-          (err) => list.forEach((b) => this.onBatchError(b, toEdgeqError(err))),
-        );
-        continue;
-      }
-      // Not awaited: requests to one broker are pipelined; the connection keeps their order.
-      conn.request('Produce', request, { timeoutMs: this.requestTimeoutMs + 5_000 }).then(
-        (res) => this.onResponse(list, res),
+      // Not awaited: a leader whose handshake hangs (a frozen broker accepts the connection and
+      // answers nothing) must not hold the sender, and with it the batches of every other leader.
+      // Chained per leader, so requests to one broker still leave in the order they were made.
+      const previous = this.dispatchTails.get(leaderId) ?? Promise.resolve();
+      const mine = previous.then(() => this.dispatch(leaderId, request, list)).catch((err: unknown) => this.logger.error({ err }, 'dispatching a produce request failed'));
+      this.dispatchTails.set(leaderId, mine);
+      void mine.finally(() => {
+        if (this.dispatchTails.get(leaderId) === mine) this.dispatchTails.delete(leaderId);
+      });
+    }
+  }
+
+  /**
+   * Sends one Produce request to a leader. Its connect and its answer are both bounded by what is
+   * left of the batches' `deliveryTimeoutMs`, so a frozen leader holds a batch no longer than its
+   * own deadline (before, an in-flight batch could outlive it by the request timeout).
+   */
+  private async dispatch(leaderId: number, request: ProduceRequest, list: ProducerBatch[]): Promise<void> {
+    const leftMs = () => Math.max(1, Math.min(...list.map((b) => b.createdMs + this.deliveryTimeoutMs - this.clock.monotonicMs())));
+    let conn;
+    try {
+      conn = await this.cluster.connectionTo(leaderId, { timeoutMs: leftMs() });
+    } catch (err) {
+      for (const b of list) this.onBatchError(b, toEdgeqError(err));
+      return;
+    }
+    if (this.acks === 0) {
+      conn.requestNoResponse('Produce', request).then(
+        () => list.forEach((b) => this.onBatchSuccess(b, -1)),
         (err) => list.forEach((b) => this.onBatchError(b, toEdgeqError(err))),
       );
+      return;
     }
+    // Not awaited: requests to one broker are pipelined; the connection keeps their order.
+    conn.request('Produce', request, { timeoutMs: Math.min(this.requestTimeoutMs + 5_000, leftMs()) }).then(
+      (res) => this.onResponse(list, res),
+      (err) => list.forEach((b) => this.onBatchError(b, toEdgeqError(err))),
+    );
   }
 
   private onResponse(batches: ProducerBatch[], res: ProduceResponse): void {

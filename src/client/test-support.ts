@@ -1,16 +1,23 @@
 /**
  * Test helpers for the client (not shipped API): a real in-process broker on a temporary folder
  * that can restart on the same folder and port, a tiny frame-speaking TCP server for connection
- * tests, and a proxy that can drop responses to inject faults between a client and a broker.
+ * tests, a proxy that can drop responses to inject faults between a client and a broker, and a
+ * scripted cell on a fake network whose brokers can be frozen.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, createConnection, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Broker } from '../broker/index.ts';
+import { FakeNetwork, type FakeBrokerHandler } from '../protocol/test-support.ts';
 import {
   ApiKey,
   FrameDecoder,
+  decodeBody,
+  type DescribeConfigsRequest,
+  type FetchRequest,
+  type ListOffsetsRequest,
+  type ProduceRequest,
   encodeFrame,
   decodeResponse,
   encodeResponse,
@@ -174,4 +181,57 @@ export class FaultProxy {
   async close(): Promise<void> {
     await new Promise<void>((r) => this.server.close(() => r()));
   }
+}
+
+/** One broker of a scripted cell: its id, and whether it is frozen (accepts connections, answers nothing). */
+export interface ScriptedBroker {
+  id: number;
+  frozen?: boolean;
+  /** Fetch: answer with no records (default), or never answer. */
+  fetch?: 'empty' | 'never';
+}
+
+/**
+ * A cell of scripted brokers on a fake network (no processes, no TCP): every broker answers
+ * Metadata (the cell's brokers, one topic whose partition p is led by `leaders[p]`), ListOffsets
+ * (`highWatermark`), DescribeConfigs, Produce (offset 0) and Fetch as its script says; frozen
+ * ones answer nothing.
+ * Broker `id` is at `b<id>:<id>`. Flip `frozen` on a broker object to freeze or thaw it.
+ */
+export function scriptedCell(o: { brokers: ScriptedBroker[]; topic: string; leaders: number[]; highWatermark: number }): FakeNetwork {
+  const network = new FakeNetwork();
+  const brokers = o.brokers.map((b) => ({ id: b.id, host: `b${b.id}`, port: b.id, region: '' }));
+  for (const b of o.brokers) {
+    const handler: FakeBrokerHandler = (frame, reply) => {
+      const name = apiSpec(frame.apiKey)!.name;
+      if (name === 'Metadata') {
+        reply({
+          brokers,
+          controllerId: 1,
+          clusterId: 'scripted',
+          topics: [{ name: o.topic, internal: false, partitions: o.leaders.map((leaderId, partition) => ({ partition, leaderId, leaderEpoch: 1, replicas: brokers.map((x) => x.id), isr: brokers.map((x) => x.id) })) }],
+        });
+      } else if (name === 'DescribeConfigs') {
+        const req = decodeBody<DescribeConfigsRequest>('DescribeConfigsRequest', frame.body);
+        reply({ topics: req.names.map((n) => ({ name: n, partitions: o.leaders.length, replicationFactor: brokers.length, config: {}, internal: false })) });
+      } else if (name === 'ListOffsets') {
+        const req = decodeBody<ListOffsetsRequest>('ListOffsetsRequest', frame.body);
+        reply({ topics: req.topics.map((t) => ({ name: t.name, partitions: t.partitions.map((p) => ({ partition: p.partition, offset: o.highWatermark, leaderEpoch: 1 })) })) });
+      } else if (name === 'Produce') {
+        const req = decodeBody<ProduceRequest>('ProduceRequest', frame.body);
+        reply({ topics: req.topics.map((t) => ({ name: t.name, partitions: t.partitions.map((p) => ({ partition: p.partition, baseOffset: 0, logAppendTimeMs: -1, logStartOffset: 0, leaderEpoch: 1 })) })) });
+      } else if (name === 'Fetch' && b.fetch !== 'never') {
+        const req = decodeBody<FetchRequest>('FetchRequest', frame.body);
+        reply({
+          topics: req.topics.map((t) => ({
+            name: t.name,
+            partitions: t.partitions.map((p) => ({ partition: p.partition, highWatermark: o.highWatermark, logStartOffset: 0, logEndOffset: o.highWatermark, records: new Uint8Array(0), leaderEpoch: 1 })),
+          })),
+        });
+      }
+    };
+    const script = { brokerId: b.id, handler, get mode() { return b.frozen ? ('frozen' as const) : ('answer' as const); } };
+    network.set(`b${b.id}:${b.id}`, script);
+  }
+  return network;
 }

@@ -43,6 +43,16 @@ type Ctx = Context<{ Variables: AuthVariables }>;
 /** Default records per read when `maxRecords` is absent. */
 export const READ_RECORDS_DEFAULT = 100;
 
+/**
+ * Bound on one /readyz check (the metadata, then a round trip to every leader). A live cell
+ * answers in milliseconds; 2 s leaves room for a loaded machine. A probe's own timeout must be
+ * above it (Kubernetes' default `timeoutSeconds: 1` is not).
+ */
+export const READYZ_TIMEOUT_MS = 2_000;
+
+/** Retry-After of a not-ready answer. */
+const READYZ_RETRY_AFTER_MS = 1_000;
+
 /** A query or path number: a non-negative safe integer, or INVALID_ARGUMENT naming the parameter. */
 function intParam(raw: string | undefined, name: string, o: { fallback?: number; min?: number; max?: number } = {}): number {
   if (raw === undefined || raw === '') {
@@ -146,17 +156,25 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
 
   // Probes answer without a key: orchestrators call them.
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
+  // Ready while the gateway gets answers from the cell for every partition: the metadata, and a
+  // round trip to each partition's leader, within READYZ_TIMEOUT_MS (docs/http-api.md, /readyz).
   app.get('/readyz', async (c) => {
-    let leaderless: { topic: string; partition: number }[];
+    let readiness;
     try {
-      const names = await backend.admin.listTopics();
-      const topics = names.length > 0 ? await backend.admin.describeTopics(names) : [];
-      leaderless = topics.flatMap((t) => t.partitions.filter((p) => p.leaderId < 0).map((p) => ({ topic: t.name, partition: p.partition })));
+      readiness = await backend.admin.readiness({ timeoutMs: READYZ_TIMEOUT_MS });
     } catch (err) {
-      throw new EdgeqError('BROKER_NOT_AVAILABLE', `the cell did not answer: ${(err as Error).message}`, { cause: err });
+      throw new EdgeqError('BROKER_NOT_AVAILABLE', `the cell did not answer: ${(err as Error).message}`, { cause: err, details: { retryAfterMs: READYZ_RETRY_AFTER_MS } });
     }
+    const { leaderless, silentLeaders } = readiness;
     if (leaderless.length > 0) {
-      throw new EdgeqError('LEADER_NOT_AVAILABLE', `${leaderless.length} partition(s) have no leader, e.g. ${leaderless[0]!.topic}-${leaderless[0]!.partition}`, { details: { leaderless } });
+      throw new EdgeqError('LEADER_NOT_AVAILABLE', `${leaderless.length} partition(s) have no leader, e.g. ${leaderless[0]!.topic}-${leaderless[0]!.partition}`, {
+        details: { leaderless, retryAfterMs: READYZ_RETRY_AFTER_MS },
+      });
+    }
+    if (silentLeaders.length > 0) {
+      throw new EdgeqError('BROKER_NOT_AVAILABLE', `broker(s) ${silentLeaders.join(', ')} lead partitions and did not answer within ${READYZ_TIMEOUT_MS} ms`, {
+        details: { silentLeaders, retryAfterMs: READYZ_RETRY_AFTER_MS },
+      });
     }
     return c.json({ status: 'ready' });
   });

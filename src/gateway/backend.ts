@@ -22,6 +22,28 @@ export interface ReadResult {
  */
 export const READ_ROUND_TRIP_MS = 200;
 
+/**
+ * Longest a read may take beyond its `waitMs`: finding the high watermark, then records known to
+ * exist (below it). Past it the read is refused with a retriable 503 (LEADER_NOT_AVAILABLE and
+ * Retry-After), never answered empty: an empty 200 below the high watermark says the records are
+ * not there. 3 s covers a healthy read many times over (a fresh gateway bootstraps two clients,
+ * each at most one 250 ms hedge delay per silent broker ahead of a live one, plus round trips)
+ * while a client's own timeout is usually longer.
+ */
+export const READ_SERVE_MS_MAX = 3_000;
+
+/** Retry-After of a read refused because the partition's leader did not answer in time. */
+export const READ_RETRY_AFTER_MS = 1_000;
+
+/** The answer to a read the cell did not serve in time. */
+function unservedRead(o: { topic: string; partition: number; offset: number; highWatermark: number | null; cause?: unknown }): EdgeqError {
+  const known = o.highWatermark === null ? 'its high watermark' : `records below the high watermark ${o.highWatermark}`;
+  return new EdgeqError('LEADER_NOT_AVAILABLE', `partition ${o.topic}-${o.partition}: the cell did not serve ${known} within ${READ_SERVE_MS_MAX} ms (its leader is not answering); retry`, {
+    cause: o.cause,
+    details: { topic: o.topic, partition: o.partition, offset: o.offset, highWatermark: o.highWatermark, retryAfterMs: READ_RETRY_AFTER_MS },
+  });
+}
+
 /** The gateway's view of the cell. */
 export class GatewayBackend {
   readonly admin: Admin;
@@ -140,14 +162,26 @@ export class GatewayBackend {
     });
   }
 
-  /** Reads up to `maxRecords` from `offset`, waiting up to `waitMs` for the first. */
+  /**
+   * Reads up to `maxRecords` from `offset`, waiting up to `waitMs` for the first. Answers within
+   * `waitMs + READ_SERVE_MS_MAX`: records, or none when `offset` is the high watermark; otherwise
+   * a retriable LEADER_NOT_AVAILABLE (see READ_SERVE_MS_MAX).
+   */
   async read(topic: string, partition: number, o: { offset: number; maxRecords: number; waitMs: number }): Promise<ReadResult> {
     if (this.readsInflight >= this.limits.readsInflightMax) {
       throw new EdgeqError('THROTTLED', `${this.readsInflight} reads are waiting, the most the gateway holds (readsInflightMax)`, { details: { retryAfterMs: 1000 } });
     }
     this.readsInflight++;
     try {
-      const [latest] = await this.admin.listOffsets(topic, { partitions: [partition] });
+      const startedMs = performance.now();
+      const leftMs = () => o.waitMs + READ_SERVE_MS_MAX - (performance.now() - startedMs);
+      let latest;
+      try {
+        [latest] = await this.admin.listOffsets(topic, { partitions: [partition], timeoutMs: READ_SERVE_MS_MAX });
+      } catch (err) {
+        if (err instanceof EdgeqError && err.retriable) throw unservedRead({ topic, partition, offset: o.offset, highWatermark: null, cause: err });
+        throw err;
+      }
       let highWatermark = latest?.offset ?? 0;
       if (o.offset > highWatermark) {
         throw new EdgeqError('OFFSET_OUT_OF_RANGE', `offset ${o.offset} is past the high watermark ${highWatermark}`, { details: { topic, partition, offset: o.offset, highWatermark } });
@@ -157,8 +191,21 @@ export class GatewayBackend {
       try {
         const position = consumer.positions()[0]?.offset ?? null;
         if (position !== o.offset) consumer.seek(topic, partition, o.offset);
-        const records = await consumer.poll({ maxRecords: o.maxRecords, timeoutMs: Math.max(o.waitMs, READ_ROUND_TRIP_MS) });
+        let records = await consumer.poll({ maxRecords: o.maxRecords, timeoutMs: Math.max(o.waitMs, READ_ROUND_TRIP_MS) });
+        // Below the high watermark the records exist: ask again until the read's time is spent
+        // (each poll waits for the fetch already out, it does not send another).
+        while (records.length === 0 && o.offset < highWatermark && leftMs() > 0) {
+          records = await consumer.poll({ maxRecords: o.maxRecords, timeoutMs: Math.max(1, Math.min(leftMs(), READ_ROUND_TRIP_MS)) });
+        }
         reusable = true;
+        if (records.length === 0 && o.offset < highWatermark) {
+          const now = consumer.positions()[0]?.offset ?? null;
+          if (now !== null && now !== o.offset) {
+            // The fetch said the offset is out of range and the consumer reset: retention removed it.
+            throw new EdgeqError('OFFSET_OUT_OF_RANGE', `offset ${o.offset} is no longer in the log (retention removed it)`, { details: { topic, partition, offset: o.offset, highWatermark } });
+          }
+          throw unservedRead({ topic, partition, offset: o.offset, highWatermark });
+        }
         const last = records[records.length - 1];
         const nextOffset = last ? last.offset + 1 : o.offset;
         highWatermark = Math.max(highWatermark, nextOffset);

@@ -53,13 +53,16 @@ function challenge(err: unknown): string {
   return `Bearer realm="${AUTH_REALM}"${invalid ? ', error="invalid_token", error_description="the API key is not valid"' : ''}`;
 }
 
-/** Builds the problem+json response for `err` (429 answers carry Retry-After, 401 answers WWW-Authenticate). */
+/**
+ * Builds the problem+json response for `err`: 401 answers carry WWW-Authenticate; 429 answers, and
+ * retriable errors with a `retryAfterMs` hint, carry Retry-After.
+ */
 export function problemResponse(err: unknown): Response {
   const problem = toProblem(err);
   const headers = new Headers({ 'content-type': PROBLEM_CONTENT_TYPE });
   if (problem.status === 401) headers.set('www-authenticate', challenge(err));
-  if (problem.status === 429) {
-    const hintMs = err instanceof EdgeqError ? err.details['retryAfterMs'] : undefined;
+  const hintMs = err instanceof EdgeqError ? err.details['retryAfterMs'] : undefined;
+  if (problem.status === 429 || (problem.retriable && typeof hintMs === 'number')) {
     const seconds = typeof hintMs === 'number' && hintMs > 0 ? Math.ceil(hintMs / 1000) : RETRY_AFTER_SECONDS_DEFAULT;
     headers.set('retry-after', String(seconds));
   }

@@ -5,14 +5,14 @@
  * fifth of its CPU in them). Corking the socket for the rest of the tick turns them into one
  * writev. Order is kept: corking only delays the flush to the end of the tick.
  */
-import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 
-function uncork(socket: Socket): void {
+function uncork(socket: Duplex): void {
   socket.uncork();
 }
 
 /** Writes `chunk` to `socket`, flushed together with every other write of this tick. */
-export function writeCoalesced(socket: Socket, chunk: Uint8Array, cb?: (err?: Error | null) => void): void {
+export function writeCoalesced(socket: Duplex, chunk: Uint8Array, cb?: (err?: Error | null) => void): void {
   if (socket.writableCorked === 0) {
     socket.cork();
     process.nextTick(uncork, socket);

@@ -1,6 +1,8 @@
 /**
- * The binary protocol: frames, the API table with version negotiation, and the protobuf
- * messages of edgeq.proto. Pure: no sockets here (the broker and client own those).
+ * The binary protocol: frames, the API table with version negotiation, the protobuf messages of
+ * edgeq.proto, and the one client-side connection (framing, correlation ids, timeouts) that the
+ * client library and the broker's replica fetcher share. Only the connection touches a socket,
+ * and only through an injected `SocketFactory`; the broker's server side owns its own sockets.
  */
 export * from './frame.ts';
 export * from './api.ts';
@@ -8,3 +10,14 @@ export * from './codec.ts';
 export * from './messages.ts';
 export { messageType, protoRoot, PROTO_PATH } from './schema.ts';
 export { writeCoalesced } from './coalesced-write.ts';
+export {
+  Connection,
+  CONNECTION_DEFAULTS,
+  parseAddress,
+  tcpSocketFactory,
+  type BrokerAddress,
+  type ConnectionOptions,
+  type RequestOptions,
+  type SocketFactory,
+  type Transport,
+} from './connection.ts';

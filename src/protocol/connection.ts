@@ -1,30 +1,37 @@
 /**
- * One TCP connection to one broker. On connect it sends ApiVersions (version 1, as every peer
- * speaks it) and keeps, per API, the highest version both sides speak. Requests are pipelined:
- * up to `inflightRequestsMax` are on the wire at once, each tagged with a correlation id, and
- * further callers wait (FIFO, so requests leave in call order) for a slot.
+ * One connection to one broker, shared by everything that talks to brokers (the client library
+ * and the broker's replica fetcher): framing, correlation ids, API-version negotiation and
+ * request timeouts. On connect it sends ApiVersions (version 1, as every peer speaks it) and
+ * keeps, per API, the highest version both sides speak. Requests are pipelined: up to
+ * `inflightRequestsMax` are on the wire at once, each tagged with a correlation id, and further
+ * callers wait (FIFO, so requests leave in call order) for a slot.
+ *
+ * The byte stream comes from `socketFactory` (TCP by default), so tests can hand it a fake.
  *
  * Failure model: a request that gets no answer within its timeout fails with REQUEST_TIMED_OUT
  * (its late answer is dropped by correlation id); when the socket closes or a frame is corrupt,
  * every pending and waiting request fails with CONNECTION_CLOSED (retriable) and the connection
- * is dead for good: the cluster opens a new one.
+ * is dead for good: the caller opens a new one.
  */
-import { Socket, createConnection } from 'node:net';
+import { createConnection } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { EdgeqError, silentLogger, systemClock, toEdgeqError, type Clock, type Logger, type TimerHandle } from '../core/index.ts';
-import {
-  ApiKey,
-  FLAG_RESPONSE,
-  FrameDecoder,
-  decodeResponse,
-  encodeRequest,
-  negotiateVersions,
-  throwIfError,
-  writeCoalesced,
-  type ApiName,
-  type Frame,
-  type RequestOf,
-  type ResponseOf,
-} from '../protocol/index.ts';
+import { ApiKey, negotiateVersions, type ApiName, type RequestOf, type ResponseOf } from './api.ts';
+import { writeCoalesced } from './coalesced-write.ts';
+import { decodeResponse, encodeRequest, throwIfError } from './codec.ts';
+import { FLAG_RESPONSE, FrameDecoder, type Frame } from './frame.ts';
+
+/**
+ * The byte stream of a connection: node's `net.Socket`, or a test's fake. It emits 'connect' once
+ * it can carry bytes, then 'data', 'error' and 'close' as a socket does.
+ */
+export type Transport = Duplex & { setNoDelay?(noDelay?: boolean): unknown };
+
+/** Opens the byte stream to a broker; the default opens a TCP socket. */
+export type SocketFactory = (address: BrokerAddress) => Transport;
+
+/** The default `SocketFactory`: TCP. */
+export const tcpSocketFactory: SocketFactory = (address) => createConnection({ host: address.host, port: address.port });
 
 /** Options of one connection. */
 export interface ConnectionOptions {
@@ -39,6 +46,10 @@ export interface ConnectionOptions {
   waitingRequestsMax?: number;
   /** Largest frame accepted from the broker. */
   frameBytesMax?: number;
+  /** Opens the byte stream (default TCP); tests inject fakes here. */
+  socketFactory?: SocketFactory;
+  /** Aborts a connect still under way (CONNECTION_CLOSED), e.g. when its owner closes. */
+  signal?: AbortSignal;
   clock?: Clock;
   logger?: Logger;
 }
@@ -93,7 +104,7 @@ export class Connection {
   /** The broker's id as it said in ApiVersions. */
   brokerId = -1;
   clusterId = '';
-  private readonly socket: Socket;
+  private readonly socket: Transport;
   private readonly decoder: FrameDecoder;
   private readonly clock: Clock;
   private readonly logger: Logger;
@@ -108,7 +119,7 @@ export class Connection {
   private versions = new Map<number, number>();
   private closedWith: EdgeqError | null = null;
 
-  private constructor(socket: Socket, address: BrokerAddress, options: ConnectionOptions) {
+  private constructor(socket: Transport, address: BrokerAddress, options: ConnectionOptions) {
     this.socket = socket;
     this.address = address;
     this.clock = options.clock ?? systemClock;
@@ -117,7 +128,7 @@ export class Connection {
     this.inflightRequestsMax = options.inflightRequestsMax ?? CONNECTION_DEFAULTS.inflightRequestsMax;
     this.waitingRequestsMax = options.waitingRequestsMax ?? CONNECTION_DEFAULTS.waitingRequestsMax;
     this.decoder = new FrameDecoder({ frameBytesMax: options.frameBytesMax ?? CONNECTION_DEFAULTS.frameBytesMax });
-    socket.setNoDelay(true);
+    socket.setNoDelay?.(true);
     socket.on('data', (data: Buffer) => this.onData(data));
     socket.on('error', (err) => this.fail(new EdgeqError('CONNECTION_CLOSED', `connection to ${this.label} failed: ${err.message}`, { cause: err })));
     socket.on('close', () => this.fail(new EdgeqError('CONNECTION_CLOSED', `connection to ${this.label} closed`)));
@@ -128,23 +139,39 @@ export class Connection {
     const clock = options.clock ?? systemClock;
     const timeoutMs = options.connectTimeoutMs ?? CONNECTION_DEFAULTS.connectTimeoutMs;
     const label = `${address.host}:${address.port}`;
-    const socket = await new Promise<Socket>((resolve, reject) => {
-      const s = createConnection({ host: address.host, port: address.port });
+    const socketFactory = options.socketFactory ?? tcpSocketFactory;
+    const signal = options.signal;
+    const aborted = () => new EdgeqError('CONNECTION_CLOSED', `connecting to ${label} was aborted`, { details: { broker: label } });
+    if (signal?.aborted) throw aborted();
+    const socket = await new Promise<Transport>((resolve, reject) => {
+      const s = socketFactory(address);
+      const onAbort = () => {
+        timer.cancel();
+        s.destroy();
+        reject(aborted());
+      };
       const timer = clock.setTimeout(() => {
+        signal?.removeEventListener('abort', onAbort);
         s.destroy();
         reject(new EdgeqError('REQUEST_TIMED_OUT', `connecting to ${label} took over ${timeoutMs} ms`));
       }, timeoutMs);
+      signal?.addEventListener('abort', onAbort, { once: true });
       s.once('connect', () => {
         timer.cancel();
+        signal?.removeEventListener('abort', onAbort);
         s.removeAllListeners('error');
         resolve(s);
       });
       s.once('error', (err) => {
         timer.cancel();
+        signal?.removeEventListener('abort', onAbort);
         reject(new EdgeqError('CONNECTION_CLOSED', `cannot connect to ${label}: ${err.message}`, { cause: err, details: { broker: label } }));
       });
     });
     const conn = new Connection(socket, address, options);
+    // Aborted during the handshake: the pending ApiVersions fails with CONNECTION_CLOSED.
+    const onAbort = () => conn.close();
+    signal?.addEventListener('abort', onAbort, { once: true });
     try {
       const res = await conn.send('ApiVersions', { clientId: options.clientId ?? CONNECTION_DEFAULTS.clientId, clientSoftware: 'edgeq-js' }, {
         timeoutMs,
@@ -157,6 +184,8 @@ export class Connection {
     } catch (err) {
       conn.close();
       throw err;
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
     }
     return conn;
   }
