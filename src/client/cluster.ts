@@ -82,6 +82,8 @@ export interface PartitionInfo {
 /** One topic as the metadata describes it. */
 export interface TopicInfo {
   name: string;
+  /** The topic's identity (KIP-516): a topic deleted and created again has a new one; '' when unknown. */
+  topicId: string;
   internal: boolean;
   /** Indexed by partition number. */
   partitions: PartitionInfo[];
@@ -96,6 +98,8 @@ const STALE_METADATA_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'FENCED_LEADER_EPOCH',
   'LEADER_NOT_AVAILABLE',
   'UNKNOWN_TOPIC_OR_PARTITION',
+  // The topic was deleted and created again: its new id is in fresh metadata.
+  'UNKNOWN_TOPIC_ID',
   'CONNECTION_CLOSED',
   'BROKER_NOT_AVAILABLE',
   'REQUEST_TIMED_OUT',
@@ -270,6 +274,11 @@ export class Cluster {
   /** The cached metadata of a topic, or undefined when it is not known (to exist). */
   topic(name: string): TopicInfo | undefined {
     return this.topics.get(name);
+  }
+
+  /** The cached id of a topic ('' when unknown, or from a broker that gives none). */
+  topicIdOf(name: string): string {
+    return this.topics.get(name)?.topicId ?? '';
   }
 
   /** The cached partition count of a topic; UNKNOWN_TOPIC_OR_PARTITION when the topic is not known. */
@@ -497,5 +506,5 @@ function toTopicInfo(t: MetadataResponse['topics'][number]): TopicInfo {
       error: errorOf(p.error, { topic: t.name, partition: p.partition }),
     };
   }
-  return { name: t.name, internal: t.internal, partitions, error: errorOf(t.error, { topic: t.name }) };
+  return { name: t.name, topicId: t.topicId ?? '', internal: t.internal, partitions, error: errorOf(t.error, { topic: t.name }) };
 }

@@ -114,6 +114,11 @@ interface PartitionState {
   fetching: boolean;
   /** Bumped by seeks and resets: fetch answers from an older epoch are dropped. */
   epoch: number;
+  /**
+   * The topic id (KIP-516) the position belongs to; '' until known. A topic created again under
+   * its name has another: the position, and what it would commit, mean nothing there.
+   */
+  topicId: string;
 }
 
 const keyOf = (topic: string, partition: number): string => `${topic}\u0000${partition}`;
@@ -299,7 +304,7 @@ export class Consumer implements AsyncIterable<ConsumerRecord> {
     const k = keyOf(tp.topic, tp.partition);
     let s = this.partitions.get(k);
     if (!s) {
-      s = { topic: tp.topic, partition: tp.partition, position: null, delivered: null, buffer: [], fetching: false, epoch: 0 };
+      s = { topic: tp.topic, partition: tp.partition, position: null, delivered: null, buffer: [], fetching: false, epoch: 0, topicId: this.cluster.topicIdOf(tp.topic) };
       this.partitions.set(k, s);
     }
     const seek = this.pendingSeeks.get(k);
@@ -486,10 +491,32 @@ export class Consumer implements AsyncIterable<ConsumerRecord> {
     }
   }
 
+  /**
+   * Follows the topic id of each partition: the first one known is taken; another one (the topic
+   * was deleted and created again) drops the position, what was fetched and what would be
+   * committed, and the partition starts again from its committed offset (the coordinator serves
+   * only the new topic's) or the reset policy.
+   */
+  private followTopicId(s: PartitionState): void {
+    const now = this.cluster.topicIdOf(s.topic);
+    if (now === '' || now === s.topicId) return;
+    if (s.topicId !== '') {
+      this.logger.info({ topic: s.topic, partition: s.partition, from: s.topicId, to: now }, 'topic created again: finding the position anew');
+      s.position = null;
+      s.delivered = null;
+      s.buffer = [];
+      s.epoch++;
+      s.fetching = false;
+      this.committable.delete(keyOf(s.topic, s.partition));
+    }
+    s.topicId = now;
+  }
+
   private startFetches(waitMs: number): void {
     const byLeader = new Map<number, { state: PartitionState; leaderEpoch: number }[]>();
     const now = this.clock.monotonicMs();
     for (const s of this.partitions.values()) {
+      this.followTopicId(s);
       if (s.position === null || s.fetching || s.buffer.length > 0 || this.paused.has(keyOf(s.topic, s.partition))) continue;
       let leader;
       try {
@@ -526,7 +553,8 @@ export class Consumer implements AsyncIterable<ConsumerRecord> {
     for (const e of entries) e.state.fetching = true;
     const topics = new Map<string, FetchTopic>();
     for (const e of entries) {
-      const t = topics.get(e.state.topic) ?? { name: e.state.topic, partitions: [] };
+      // The id the position belongs to: a broker holding another incarnation refuses the fetch.
+      const t = topics.get(e.state.topic) ?? { name: e.state.topic, topicId: e.state.topicId, partitions: [] };
       topics.set(e.state.topic, t);
       t.partitions.push({
         partition: e.state.partition,

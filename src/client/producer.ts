@@ -14,6 +14,12 @@
  * When a batch fails for good under idempotence, the partitions' sequences no longer match what
  * the broker expects; the producer then waits for its in-flight batches, bumps its epoch
  * (InitProducerId with its id and epoch) and renumbers what is still queued from 0.
+ *
+ * Sequences belong to one incarnation of a topic (its id, KIP-516). Every request names the id
+ * its batches were numbered for, so a broker holding a topic created again under the name refuses
+ * them (UNKNOWN_TOPIC_ID, nothing written); once the metadata shows the new id, the partition's
+ * sequences start over from 0 and what is queued is renumbered, after its in-flight batches have
+ * been answered.
  */
 import { EdgeqError, silentLogger, systemClock, toEdgeqError, type Clock, type Logger, type TimerHandle } from '../core/index.ts';
 import { buildBatch, checkBatchSize, CompressionCodec, stampProducer, stampProducerInPlace, validateBatchHeader, type BatchHeader, type CompressionName, type RecordInput } from '../log/index.ts';
@@ -101,6 +107,8 @@ export interface SendOptions {
 interface PartitionState {
   topic: string;
   partition: number;
+  /** The topic id the sequences below count for ('' until the metadata gave one). */
+  topicId: string;
   /** Sequence the next new batch gets. */
   nextSequence: number;
   /** Sequence after the last batch the broker confirmed. */
@@ -390,7 +398,7 @@ export class Producer {
     const key = `${topic}\u0000${partition}`;
     let s = this.partitions.get(key);
     if (!s) {
-      s = { topic, partition, nextSequence: 0, confirmedNext: 0, inflight: [], retries: [], mergeBytesMax: this.batchBytesMax };
+      s = { topic, partition, topicId: this.cluster.topicIdOf(topic), nextSequence: 0, confirmedNext: 0, inflight: [], retries: [], mergeBytesMax: this.batchBytesMax };
       this.partitions.set(key, s);
     }
     return s;
@@ -456,10 +464,13 @@ export class Producer {
       return;
     }
     const toSend: ProducerBatch[] = [];
+    // A topic created again under its name: its partitions' sequences start over.
+    const recreated = this.followTopicIds();
     // Retries first: they are older than anything in the accumulator.
     for (const s of this.partitions.values()) {
       const head = s.retries[0];
       if (!head) continue;
+      if (recreated.has(s)) continue; // answers of the old incarnation come first
       if (s.inflight.length > 0) continue; // retries go one at a time, in order
       if (head.retryAtMs > now) {
         nextWakeMs = Math.min(nextWakeMs, head.retryAtMs - now);
@@ -476,6 +487,7 @@ export class Producer {
     nextWakeMs = Math.min(nextWakeMs, nextReadyMs);
     for (const tp of ready) {
       const s = this.stateOf(tp.topic, tp.partition);
+      if (recreated.has(s)) continue;
       if (s.retries.length > 0 || toSend.some((b) => b.topic === tp.topic && b.partition === tp.partition)) continue;
       if (s.inflight.length >= this.inflightPerPartitionMax) continue; // woken again by an answer
       if (!this.hasLeader(tp.topic, tp.partition)) {
@@ -498,6 +510,40 @@ export class Producer {
       this.senderAgain = true;
     }
     this.wakeIn(nextWakeMs);
+  }
+
+  /**
+   * Brings each partition's sequences to the topic id the metadata shows now. A partition seen for
+   * the first time takes it; one whose topic was created again (another id) starts over at 0 and
+   * renumbers its retries, once nothing of the old incarnation is in flight. Returns the
+   * partitions still waiting for those answers: nothing is sent for them this pass.
+   */
+  private followTopicIds(): Set<PartitionState> {
+    const waiting = new Set<PartitionState>();
+    for (const s of this.partitions.values()) {
+      const now = this.cluster.topicIdOf(s.topic);
+      if (now === '' || now === s.topicId) continue;
+      if (s.topicId === '') {
+        s.topicId = now;
+        continue;
+      }
+      if (s.inflight.length > 0) {
+        waiting.add(s);
+        continue;
+      }
+      this.logger.info({ topic: s.topic, partition: s.partition, from: s.topicId, to: now }, 'topic created again: its sequences start over');
+      s.topicId = now;
+      s.nextSequence = 0;
+      s.confirmedNext = 0;
+      for (const b of s.retries) {
+        if (this.idempotent) {
+          b.baseSequence = s.nextSequence;
+          s.nextSequence += b.count;
+        }
+        b.bytes = null;
+      }
+    }
+    return waiting;
   }
 
   /**
@@ -573,9 +619,11 @@ export class Producer {
     for (const [leaderId, entries] of byLeader) {
       const request: ProduceRequest = { acks: toAcks(this.acks), timeoutMs: this.requestTimeoutMs, topics: [] };
       for (const { batch, leaderEpoch } of entries) {
-        let topic = request.topics.find((t) => t.name === batch.topic);
+        // The id the batch's sequences count for: a broker holding another incarnation refuses it.
+        const topicId = this.stateOf(batch.topic, batch.partition).topicId;
+        let topic = request.topics.find((t) => t.name === batch.topic && (t.topicId ?? '') === topicId);
         if (!topic) {
-          topic = { name: batch.topic, partitions: [] };
+          topic = { name: batch.topic, topicId, partitions: [] };
           request.topics.push(topic);
         }
         topic.partitions.push({ partition: batch.partition, records: batch.bytes!, leaderEpoch });
@@ -623,7 +671,8 @@ export class Producer {
 
   private onResponse(batches: ProducerBatch[], res: ProduceResponse): void {
     for (const b of batches) {
-      const r = res.topics.find((t) => t.name === b.topic)?.partitions.find((p) => p.partition === b.partition);
+      let r: ProduceResponse['topics'][number]['partitions'][number] | undefined;
+      for (const t of res.topics) if (t.name === b.topic) r ??= t.partitions.find((p) => p.partition === b.partition);
       if (!r) {
         this.onBatchError(b, new EdgeqError('UNKNOWN', `Produce answer lacks ${b.topic}/${b.partition}`, { retriable: true }));
         continue;
