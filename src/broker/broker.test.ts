@@ -88,6 +88,11 @@ describe('broker topics', () => {
     expect(codeFromWireError((await createTopic(c, 'cfg', 1, { 'retention.ms': 'soon' })).error)).toBe('INVALID_ARGUMENT');
     expect(codeFromWireError((await createTopic(c, 'cfg', 1, { 'no.such.key': '1' })).error)).toBe('INVALID_ARGUMENT');
     expect(codeFromWireError((await createTopic(c, 'cfg', 1, { 'tail.cache.bytes': '-1' })).error)).toBe('INVALID_ARGUMENT');
+    // Values that conflict with each other (a segment smaller than the largest batch in force) are
+    // the request's fault, named by their topic keys; nothing is created.
+    const conflict = (await createTopic(c, 'cfg', 1, { 'segment.bytes': String(1024 * 1024) })).error;
+    expect(codeFromWireError(conflict)).toBe('INVALID_ARGUMENT');
+    expect(conflict?.message).toMatch(/max\.message\.bytes.*segment\.bytes/);
     const rf = await c.call('CreateTopics', { topics: [{ name: 'rf', partitions: 1, replicationFactor: 3 }] });
     expect(codeFromWireError(rf.topics[0]!.error)).toBe('INVALID_ARGUMENT');
 

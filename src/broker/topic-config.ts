@@ -107,7 +107,23 @@ export function parseTopicConfig(overrides: Readonly<Record<string, string>>, de
     else if (field === 'uncleanLeaderElection') settings.uncleanLeaderElection = parsed as boolean;
     else (log as Record<string, unknown>)[field] = parsed;
   }
-  return { ...settings, log: resolveLogConfig(log) };
+  return { ...settings, log: resolveTopicLog(log, overrides) };
+}
+
+/**
+ * The topic's log settings with every relation between them checked. A conflict the overrides
+ * make (e.g. `segment.bytes` below the `max.message.bytes` in force) is the request's fault:
+ * INVALID_ARGUMENT naming the topic keys, not the broker's INVALID_CONFIG.
+ */
+function resolveTopicLog(log: Partial<LogConfig>, overrides: Readonly<Record<string, string>>): LogConfig {
+  try {
+    return resolveLogConfig(log);
+  } catch (err) {
+    if (!(err instanceof EdgeqError) || err.code !== 'INVALID_CONFIG' || Object.keys(overrides).length === 0) throw err;
+    let message = err.message;
+    for (const [key, [field]] of Object.entries(KEYS)) message = message.replaceAll(`log.${field}`, key);
+    throw new EdgeqError('INVALID_ARGUMENT', `topic config: ${message}`, { cause: err, details: { ...err.details, overrides: Object.keys(overrides) } });
+  }
 }
 
 /** The effective configuration as a string map (DescribeConfigs). */
