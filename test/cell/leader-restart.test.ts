@@ -69,8 +69,11 @@ describe('leader restart within its lease', () => {
         const s = await Promise.all(followers.map((id) => statusOn(cell.portOf(id))));
         return s.every((x) => x && x.logEndOffset === 5) ? true : undefined;
       });
-      const before = (await statusOn(cell.portOf(leader)))!;
-      expect(before.highWatermark).toBe(5);
+      // The leader learns the followers hold 5 from their next fetches.
+      const before = await waitFor('the leader\'s HW at 5', 20_000, async () => {
+        const s = await statusOn(cell.portOf(leader));
+        return s?.highWatermark === 5 ? s : undefined;
+      });
 
       // The tail: written by the leader only.
       for (const id of followers) cell.pause(id);
