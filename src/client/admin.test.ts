@@ -1,22 +1,12 @@
 // Proves the admin client creates, lists, describes and deletes topics, reports groups and offsets, and surfaces per-topic errors, against a real broker.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient, type EdgeqClient } from './index.ts';
-import { TestBroker } from './test-support.ts';
+import { describe, expect, it } from 'vitest';
+import { useBrokerAndClient } from './test-support.ts';
 
-let tb: TestBroker;
-let client: EdgeqClient;
-beforeAll(async () => {
-  tb = await TestBroker.start();
-  client = createClient({ brokers: [tb.address] });
-});
-afterAll(async () => {
-  await client?.close();
-  await tb?.stop();
-});
+const rig = useBrokerAndClient();
 
 describe('Admin', () => {
   it('creates, lists, describes and deletes topics', async () => {
-    const admin = client.admin();
+    const admin = rig.client.admin();
     await admin.createTopics([
       { name: 'adm-a', partitions: 3, config: { 'retention.ms': '60000' } },
       { name: 'adm-b', partitions: 1 },
@@ -24,7 +14,7 @@ describe('Admin', () => {
     expect(await admin.listTopics()).toEqual(expect.arrayContaining(['adm-a', 'adm-b']));
     const [a] = await admin.describeTopics(['adm-a']);
     expect(a!.partitions.map((p) => p.partition)).toEqual([0, 1, 2]);
-    expect(a!.partitions.every((p) => p.leaderId === tb.broker.brokerId)).toBe(true);
+    expect(a!.partitions.every((p) => p.leaderId === rig.tb.broker.brokerId)).toBe(true);
     expect(a!.replicationFactor).toBe(1);
     expect(a!.config['retention.ms']).toBe('60000');
 
@@ -39,9 +29,9 @@ describe('Admin', () => {
   });
 
   it('lists offsets and group state', async () => {
-    const admin = client.admin();
+    const admin = rig.client.admin();
     await admin.createTopics([{ name: 'adm-off', partitions: 2 }]);
-    const producer = client.producer();
+    const producer = rig.client.producer();
     await producer.send('adm-off', [{ value: '1' }, { value: '2' }, { value: '3' }], { partition: 1 });
     expect(await admin.listOffsets('adm-off', { spec: 'latest' })).toEqual([
       { topic: 'adm-off', partition: 0, offset: 0 },
@@ -49,7 +39,7 @@ describe('Admin', () => {
     ]);
     expect((await admin.listOffsets('adm-off', { spec: 'earliest' })).map((o) => o.offset)).toEqual([0, 0]);
 
-    const consumer = client.consumer({ groupId: 'adm-g', fromBeginning: true, heartbeatIntervalMs: 100, maxWaitMs: 50 });
+    const consumer = rig.client.consumer({ groupId: 'adm-g', fromBeginning: true, heartbeatIntervalMs: 100, maxWaitMs: 50 });
     consumer.subscribe('adm-off');
     const got = [];
     for (let i = 0; i < 50 && got.length < 3; i++) got.push(...(await consumer.poll({ timeoutMs: 100 })));

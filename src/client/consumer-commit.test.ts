@@ -1,42 +1,33 @@
 // Proves, against a real broker, that a consumer commits only records it handed out: `commit()` and `close()` in the middle of a `for await` batch, a `break`, `poll()` and auto-commit never commit a record that was fetched but not yet yielded or returned.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient, type Consumer, type EdgeqClient } from './index.ts';
-import { TestBroker } from './test-support.ts';
+import { describe, expect, it } from 'vitest';
+import type { Consumer } from './index.ts';
+import { useBrokerAndClient } from './test-support.ts';
 
 /** Records in each topic: all of them arrive in one fetch, so the iterator holds them as one batch. */
 const RECORDS = 10;
 /** Records the loop body handles before it commits, closes or breaks: well inside the batch. */
 const HANDLED = 3;
 
-let tb: TestBroker;
-let client: EdgeqClient;
-beforeAll(async () => {
-  tb = await TestBroker.start();
-  client = createClient({ brokers: [tb.address] });
-});
-afterAll(async () => {
-  await client?.close();
-  await tb?.stop();
-});
+const rig = useBrokerAndClient();
 
 const fast = { sessionTimeoutMs: 3_000, heartbeatIntervalMs: 100, rebalanceTimeoutMs: 5_000, maxWaitMs: 100, fromBeginning: true };
 
 /** A one-partition topic holding RECORDS records, offsets 0..RECORDS-1. */
 async function topicWithRecords(name: string): Promise<void> {
-  await client.admin().createTopics([{ name, partitions: 1 }]);
-  const producer = client.producer({ lingerMs: 20 });
+  await rig.client.admin().createTopics([{ name, partitions: 1 }]);
+  const producer = rig.client.producer({ lingerMs: 20 });
   await producer.send(name, Array.from({ length: RECORDS }, (_, i) => ({ value: `v${i}` })), { partition: 0 });
   await producer.close();
 }
 
 async function committedOffset(group: string): Promise<number | undefined> {
-  const offsets = await client.admin().fetchGroupOffsets(group);
+  const offsets = await rig.client.admin().fetchGroupOffsets(group);
   return offsets[0]?.offset;
 }
 
 /** The offset a fresh member of `group` hands out first (where a restarted application resumes). */
 async function firstOffsetAfterRestart(group: string, topic: string): Promise<number> {
-  const c = client.consumer({ groupId: group, ...fast, autoCommit: false });
+  const c = rig.client.consumer({ groupId: group, ...fast, autoCommit: false });
   c.subscribe(topic);
   try {
     for (let i = 0; i < 100; i++) {
@@ -63,7 +54,7 @@ async function iterate(c: Consumer, atHandled: () => Promise<'break' | 'continue
 describe('the consumer commits only what it handed out', () => {
   it('commit() in the middle of a for-await batch commits the records yielded so far', async () => {
     await topicWithRecords('mid-commit');
-    const c = client.consumer({ groupId: 'mid-commit-g', ...fast, autoCommit: false });
+    const c = rig.client.consumer({ groupId: 'mid-commit-g', ...fast, autoCommit: false });
     c.subscribe('mid-commit');
     let committedInBody: number | undefined;
     const yielded = await iterate(c, async () => {
@@ -79,7 +70,7 @@ describe('the consumer commits only what it handed out', () => {
 
   it('close() in the middle of a for-await batch commits the records yielded so far, and the loop ends', async () => {
     await topicWithRecords('mid-close');
-    const c = client.consumer({ groupId: 'mid-close-g', ...fast });
+    const c = rig.client.consumer({ groupId: 'mid-close-g', ...fast });
     c.subscribe('mid-close');
     let committedAtClose: number | undefined;
     const yielded = await iterate(c, async () => {
@@ -95,7 +86,7 @@ describe('the consumer commits only what it handed out', () => {
 
   it('break in the middle of a batch, then close(), commits the records yielded, and the rest are handed out again', async () => {
     await topicWithRecords('mid-break');
-    const c = client.consumer({ groupId: 'mid-break-g', ...fast, autoCommit: false });
+    const c = rig.client.consumer({ groupId: 'mid-break-g', ...fast, autoCommit: false });
     c.subscribe('mid-break');
     const yielded = await iterate(c, async () => 'break');
     expect(yielded).toEqual([0, 1, 2]);
@@ -110,7 +101,7 @@ describe('the consumer commits only what it handed out', () => {
 
   it('a seek in the middle of a batch: the rest of the batch is not handed out, and commit() commits the seek position', async () => {
     await topicWithRecords('mid-seek');
-    const c = client.consumer({ groupId: 'mid-seek-g', ...fast, autoCommit: false });
+    const c = rig.client.consumer({ groupId: 'mid-seek-g', ...fast, autoCommit: false });
     c.subscribe('mid-seek');
     const yielded: number[] = [];
     for await (const r of c) {
@@ -129,7 +120,7 @@ describe('the consumer commits only what it handed out', () => {
   it('poll() with auto-commit commits only what earlier polls returned', async () => {
     await topicWithRecords('poll-auto');
     // Interval 0: every poll auto-commits what the polls before it returned.
-    const c = client.consumer({ groupId: 'poll-auto-g', ...fast, autoCommitIntervalMs: 0 });
+    const c = rig.client.consumer({ groupId: 'poll-auto-g', ...fast, autoCommitIntervalMs: 0 });
     c.subscribe('poll-auto');
     const got: number[] = [];
     for (let i = 0; i < 100 && got.length === 0; i++) got.push(...(await c.poll({ timeoutMs: 100, maxRecords: HANDLED })).map((r) => r.offset));
@@ -144,7 +135,7 @@ describe('the consumer commits only what it handed out', () => {
 
   it('auto-commit in a for-await loop commits only records whose loop body finished', async () => {
     await topicWithRecords('iter-auto');
-    const c = client.consumer({ groupId: 'iter-auto-g', ...fast, autoCommitIntervalMs: 0 });
+    const c = rig.client.consumer({ groupId: 'iter-auto-g', ...fast, autoCommitIntervalMs: 0 });
     c.subscribe('iter-auto');
     let seenInBody: number | undefined;
     const yielded = await iterate(c, async () => {

@@ -8,7 +8,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, createConnection, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 import { Broker } from '../broker/index.ts';
+import { createClient, type EdgeqClient } from './client.ts';
 import { FakeNetwork, type FakeBrokerHandler } from '../protocol/test-support.ts';
 import {
   ApiKey,
@@ -31,6 +33,31 @@ import {
 const BROKER_TEST_OPTIONS = { group: { initialRebalanceDelayMs: 0, sessionTimeoutMsMin: 100 } };
 
 /** A broker under test that can be stopped and started again on the same folder and port. */
+/**
+ * Registers a broker and a client for a test file (started before its tests, stopped after);
+ * read them through the returned getters inside tests.
+ */
+export function useBrokerAndClient(): { readonly tb: TestBroker; readonly client: EdgeqClient } {
+  let tb: TestBroker | undefined;
+  let client: EdgeqClient | undefined;
+  beforeAll(async () => {
+    tb = await TestBroker.start();
+    client = createClient({ brokers: [tb.address] });
+  });
+  afterAll(async () => {
+    await client?.close();
+    await tb?.stop();
+  });
+  return {
+    get tb() {
+      return tb!;
+    },
+    get client() {
+      return client!;
+    },
+  };
+}
+
 export class TestBroker {
   private constructor(
     readonly dataDir: string,
