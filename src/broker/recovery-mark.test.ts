@@ -38,6 +38,17 @@ async function followerWithRecords(storage: MemoryStorage): Promise<TopicManager
   return m;
 }
 
+/** A follower with records, then a power cut: the reopened replica, recovering, following broker 2 in epoch 2. */
+async function afterPowerLoss(recovered: string[]) {
+  const storage = new MemoryStorage();
+  await followerWithRecords(storage);
+  storage.crash();
+  const m = await open(storage, recovered);
+  const p = m.partition('r', 0);
+  p.becomeFollower(2, 2, [1, 2, 3], [1, 2, 3]);
+  return { storage, m, p };
+}
+
 describe('recovery mark', () => {
   it('marks a replica whose log lost unsynced writes to a power cut, and keeps the mark across a clean restart', async () => {
     const storage = new MemoryStorage();
@@ -55,13 +66,8 @@ describe('recovery mark', () => {
   });
 
   it('clears the mark once the follower holds what the leader held at a previous answer, durably', async () => {
-    const storage = new MemoryStorage();
-    await followerWithRecords(storage);
-    storage.crash();
     const recovered: string[] = [];
-    const m = await open(storage, recovered);
-    const p = m.partition('r', 0);
-    p.becomeFollower(2, 2, [1, 2, 3], [1, 2, 3]);
+    const { storage, m, p } = await afterPowerLoss(recovered);
     const gen = p.generation;
     // The leader is at 3; the follower at 0 is behind this answer (and there was none before).
     p.noteLeaderEnd(3, gen);
@@ -77,13 +83,8 @@ describe('recovery mark', () => {
   });
 
   it('an answer from an older generation does not clear it; being elected does', async () => {
-    const storage = new MemoryStorage();
-    await followerWithRecords(storage);
-    storage.crash();
     const recovered: string[] = [];
-    const m = await open(storage, recovered);
-    const p = m.partition('r', 0);
-    p.becomeFollower(2, 2, [1, 2, 3], [1, 2, 3]);
+    const { p } = await afterPowerLoss(recovered);
     const old = p.generation;
     p.becomeFollower(3, 3, [1, 2, 3], [1, 2, 3]);
     p.noteLeaderEnd(0, old);

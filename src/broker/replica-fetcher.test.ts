@@ -109,6 +109,17 @@ function fetchAnswer(req: FetchRequest, o: { records?: Buffer; hw?: number; erro
 
 const fenced = () => new EdgeqError('FENCED_LEADER_EPOCH', 'epoch 1 is older than the leader\'s 2');
 
+/** `p` follows leader 1 in epoch 1; the truncation step is answered; returns its first fetch. */
+async function followToFirstFetch(p: Partition, conn: FakeLeaderConnection, fetchers: ReplicaFetchers) {
+  p.becomeFollower(1, 1, [1, 2, 3], [1, 2, 3]);
+  fetchers.follow(p);
+  await settle();
+  const t = conn.take('OffsetForLeaderEpoch');
+  t.answer(truncationAnswer(t.body, 0));
+  await settle();
+  return conn.take('Fetch');
+}
+
 describe('replica fetcher', () => {
   it('drops a FENCED_LEADER_EPOCH answer from before a role change, and fetches in the new epoch', async () => {
     const { p, other, conn, fetchers } = await rig();
@@ -153,13 +164,7 @@ describe('replica fetcher', () => {
 
   it('an answer with records for a replica whose role changed meanwhile appends nothing', async () => {
     const { p, conn, fetchers } = await rig();
-    p.becomeFollower(1, 1, [1, 2, 3], [1, 2, 3]);
-    fetchers.follow(p);
-    await settle();
-    const t = conn.take('OffsetForLeaderEpoch');
-    t.answer(truncationAnswer(t.body, 0));
-    await settle();
-    const f = conn.take('Fetch');
+    const f = await followToFirstFetch(p, conn, fetchers);
     p.becomeLeader(2, [2], [1, 2, 3]);
     fetchers.unfollow(p);
     f.answer(fetchAnswer(f.body, { records: await buildBatch([{ value: 'from the old leader' }], { leaderEpoch: 1 }), hw: 1 }));
@@ -170,13 +175,7 @@ describe('replica fetcher', () => {
 
   it('a follower the leader calls behind asks again after replicaStalledRetryMs, and recovers', async () => {
     const { p, conn, clock, fetchers } = await rig();
-    p.becomeFollower(1, 1, [1, 2, 3], [1, 2, 3]);
-    fetchers.follow(p);
-    await settle();
-    const t1 = conn.take('OffsetForLeaderEpoch');
-    t1.answer(truncationAnswer(t1.body, 0));
-    await settle();
-    const f1 = conn.take('Fetch');
+    const f1 = await followToFirstFetch(p, conn, fetchers);
     f1.answer(fetchAnswer(f1.body, { error: fenced() }));
     await settle();
     // Stalled: nothing is asked before the retry time.
@@ -198,13 +197,7 @@ describe('replica fetcher', () => {
 
   it('a refusal it has no rule for backs off instead of asking again at once', async () => {
     const { p, conn, clock, fetchers } = await rig();
-    p.becomeFollower(1, 1, [1, 2, 3], [1, 2, 3]);
-    fetchers.follow(p);
-    await settle();
-    const t = conn.take('OffsetForLeaderEpoch');
-    t.answer(truncationAnswer(t.body, 0));
-    await settle();
-    const f1 = conn.take('Fetch');
+    const f1 = await followToFirstFetch(p, conn, fetchers);
     f1.answer(fetchAnswer(f1.body, { error: new EdgeqError('INVALID_REQUEST', 'broker 2 is not a follower replica') }));
     await settle();
     expect(conn.pending).toEqual([]);

@@ -8,7 +8,7 @@ import { decodeBatches } from '../../src/log/index.ts';
 import { errorOf } from '../../src/protocol/index.ts';
 import { RawClient, sleep, waitFor } from '../../src/testing/index.ts';
 import { ProcessCell } from '../helpers/cell-process.ts';
-import { checkReplicasAgree, partitionMarks } from '../helpers/partition-probe.ts';
+import { checkReplicasAgree, partitionMarks, replicaStatus } from '../helpers/partition-probe.ts';
 import { cleanupTempDirs } from '../helpers/tmp.ts';
 
 afterAll(cleanupTempDirs);
@@ -21,24 +21,6 @@ const TOPIC = 'r';
 const LEASE_TTL_MS = 15_000;
 /** How long the test watches for the tail to show before the followers resume. */
 const WATCH_MS = 2_000;
-
-interface ReplicaStatus {
-  role: string;
-  leaderEpoch: number;
-  highWatermark: number;
-  logEndOffset: number;
-}
-
-async function statusOn(port: number): Promise<ReplicaStatus | undefined> {
-  const c = await RawClient.connect(port);
-  try {
-    const res = await Promise.race([c.call('CellStatus', {}), sleep(2000).then(() => null)]);
-    const r = res?.replicas.find((x) => x.topic === TOPIC && x.partition === 0);
-    return r ? { role: r.role, leaderEpoch: r.leaderEpoch, highWatermark: Number(r.highWatermark), logEndOffset: Number(r.logEndOffset) } : undefined;
-  } finally {
-    c.close();
-  }
-}
 
 /** Values a consumer fetch at `offset` returns from the broker on `port` (empty on any refusal). */
 async function consumerValues(port: number, offset: number): Promise<string[]> {
@@ -66,12 +48,12 @@ describe('leader restart within its lease', () => {
       const leader = d!.partitions[0]!.leaderId;
       const followers = [1, 2, 3].filter((id) => id !== leader);
       await waitFor('both followers at the log end', 20_000, async () => {
-        const s = await Promise.all(followers.map((id) => statusOn(cell.portOf(id))));
+        const s = await Promise.all(followers.map((id) => replicaStatus(TOPIC, cell.portOf(id))));
         return s.every((x) => x && x.logEndOffset === 5) ? true : undefined;
       });
       // The leader learns the followers hold 5 from their next fetches.
       const before = await waitFor('the leader\'s HW at 5', 20_000, async () => {
-        const s = await statusOn(cell.portOf(leader));
+        const s = await replicaStatus(TOPIC, cell.portOf(leader));
         return s?.highWatermark === 5 ? s : undefined;
       });
 
@@ -82,13 +64,13 @@ describe('leader restart within its lease', () => {
         ackedAt = Date.now();
         return m!.offset;
       });
-      await waitFor('the tail in the leader\'s log', 10_000, async () => ((await statusOn(cell.portOf(leader)))?.logEndOffset === 6 ? true : undefined));
+      await waitFor('the tail in the leader\'s log', 10_000, async () => ((await replicaStatus(TOPIC, cell.portOf(leader)))?.logEndOffset === 6 ? true : undefined));
 
       // Crash and restart the leader while the followers stay frozen.
       await cell.kill(leader);
       await cell.startBroker(leader);
       const restarted = await waitFor('the restarted broker to lead', 20_000, async () => {
-        const s = await statusOn(cell.portOf(leader));
+        const s = await replicaStatus(TOPIC, cell.portOf(leader));
         return s?.role === 'leader' ? s : undefined;
       });
       expect(restarted.logEndOffset).toBe(6);
@@ -96,7 +78,7 @@ describe('leader restart within its lease', () => {
       console.log(`[leader-restart] restarted leader ${leader}: epoch ${before.leaderEpoch} -> ${restarted.leaderEpoch}, HW ${restarted.highWatermark}, log end ${restarted.logEndOffset}`);
       const watchUntil = Date.now() + WATCH_MS;
       while (Date.now() < watchUntil) {
-        const s = (await statusOn(cell.portOf(leader)))!;
+        const s = (await replicaStatus(TOPIC, cell.portOf(leader)))!;
         expect(s.highWatermark, 'the HW stays below the unreplicated tail').toBeLessThanOrEqual(5);
         expect(await consumerValues(cell.portOf(leader), 5), 'the tail is not readable').toEqual([]);
         expect(ackedAt, 'the retry of the tail is not acknowledged').toBe(0);

@@ -6,9 +6,9 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/index.ts';
 import { applyPowerLoss, FAULT_STORAGE_ENV } from '../../src/log/index.ts';
-import { RawClient, sleep, waitFor } from '../../src/testing/index.ts';
+import { waitFor } from '../../src/testing/index.ts';
 import { ProcessCell } from '../helpers/cell-process.ts';
-import { checkReplicasAgree, partitionMarks, readAll } from '../helpers/partition-probe.ts';
+import { checkReplicasAgree, partitionMarks, readAll, replicaStatus } from '../helpers/partition-probe.ts';
 import { cleanupTempDirs } from '../helpers/tmp.ts';
 
 afterAll(cleanupTempDirs);
@@ -21,27 +21,6 @@ const RECORDS = 50;
  * when the election comes.
  */
 const LEASE_TTL_MS = 8000;
-
-interface Status {
-  role: string;
-  leaderId: number;
-  leaderEpoch: number;
-  isr: number[];
-  highWatermark: number;
-  logEndOffset: number;
-}
-
-async function statusOn(port: number): Promise<Status | undefined> {
-  const c = await RawClient.connect(port).catch(() => null);
-  if (!c) return undefined;
-  try {
-    const res = await Promise.race([c.call('CellStatus', {}), sleep(2000).then(() => null)]);
-    const r = res?.replicas.find((x) => x.topic === TOPIC && x.partition === 0);
-    return r ? { role: r.role, leaderId: r.leaderId, leaderEpoch: r.leaderEpoch, isr: [...r.isr], highWatermark: Number(r.highWatermark), logEndOffset: Number(r.logEndOffset) } : undefined;
-  } finally {
-    c.close();
-  }
-}
 
 describe('a replica that lost acknowledged records', () => {
   it('is not elected until it has caught up, and no acknowledged record is lost', async () => {
@@ -62,7 +41,7 @@ describe('a replica that lost acknowledged records', () => {
       const leader = d!.partitions[0]!.leaderId;
       const [lost, keeper] = [1, 2, 3].filter((id) => id !== leader).sort((a, b) => a - b) as [number, number];
       await waitFor('both followers hold every record', 20_000, async () => {
-        const s = await Promise.all([lost, keeper].map((id) => statusOn(cell.portOf(id))));
+        const s = await Promise.all([lost, keeper].map((id) => replicaStatus(TOPIC, cell.portOf(id))));
         return s.every((x) => x?.logEndOffset === RECORDS) ? true : undefined;
       });
 
@@ -74,30 +53,30 @@ describe('a replica that lost acknowledged records', () => {
       // eslint-disable-next-line no-console
       console.log(`[unclean-replica] leader ${leader}; power loss on ${lost}: ${JSON.stringify(power).slice(0, 300)}`);
       await cell.startBroker(lost);
-      const back = await waitFor('the restarted replica to report', 20_000, () => statusOn(cell.portOf(lost)));
+      const back = await waitFor('the restarted replica to report', 20_000, () => replicaStatus(TOPIC, cell.portOf(lost)));
       expect(back.logEndOffset, 'the power loss took acknowledged records').toBeLessThan(RECORDS);
       expect(back.isr, 'still in the ISR as the arbiter has it').toContain(lost);
       await cell.kill(leader);
 
       const elected = await waitFor('a new leader', 40_000, async () => {
         for (const id of [lost, keeper]) {
-          const s = await statusOn(cell.portOf(id));
+          const s = await replicaStatus(TOPIC, cell.portOf(id));
           if (s?.role === 'leader') return { id, ...s };
         }
         return undefined;
       }, 100);
       expect(elected.id, `the replica that lost records (${lost}) must not be elected`).toBe(keeper);
       // A new leader's HW starts from what it knew as a follower and moves with the ISR's fetches.
-      await waitFor('the new leader\'s HW over every acknowledged record', 30_000, async () => ((await statusOn(cell.portOf(keeper)))!.highWatermark >= RECORDS ? true : undefined));
+      await waitFor('the new leader\'s HW over every acknowledged record', 30_000, async () => ((await replicaStatus(TOPIC, cell.portOf(keeper)))!.highWatermark >= RECORDS ? true : undefined));
       const seen = (await readAll(cell.portOf(keeper), TOPIC)).map((r) => r.value);
       expect(seen).toEqual(acked);
 
       // The recovering replica catches up from the new leader and is back in the ISR.
       await cell.startBroker(leader);
       await waitFor('the full ISR with every replica at the end', 30_000, async () => {
-        const s = await statusOn(cell.portOf(keeper));
+        const s = await replicaStatus(TOPIC, cell.portOf(keeper));
         if (!s || s.isr.length !== 3) return undefined;
-        const ends = await Promise.all([1, 2, 3].map((id) => statusOn(cell.portOf(id))));
+        const ends = await Promise.all([1, 2, 3].map((id) => replicaStatus(TOPIC, cell.portOf(id))));
         return ends.every((x) => x?.logEndOffset === RECORDS) ? true : undefined;
       });
       marks = await partitionMarks(cell, TOPIC);

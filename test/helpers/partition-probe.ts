@@ -238,6 +238,31 @@ export function checkAcknowledged(
   expect(disorder, 'offsets not strictly increasing').toBe(-1);
 }
 
+/** One broker's replica of a partition as its cell status reports it. */
+export interface ReplicaStatus {
+  role: string;
+  leaderId: number;
+  leaderEpoch: number;
+  isr: number[];
+  highWatermark: number;
+  logEndOffset: number;
+}
+
+/** The replica of `topic`-`partition` on the broker at `port`, or undefined without an answer within 2 s. */
+export async function replicaStatus(topic: string, port: number, partition = 0): Promise<ReplicaStatus | undefined> {
+  const c = await RawClient.connect(port).catch(() => null);
+  if (!c) return undefined;
+  try {
+    const res = await Promise.race([c.call('CellStatus', {}), sleep(2000).then(() => null)]);
+    const r = res?.replicas.find((x) => x.topic === topic && x.partition === partition);
+    return r
+      ? { role: r.role, leaderId: r.leaderId, leaderEpoch: r.leaderEpoch, isr: [...r.isr], highWatermark: Number(r.highWatermark), logEndOffset: Number(r.logEndOffset) }
+      : undefined;
+  } finally {
+    c.close();
+  }
+}
+
 /** A partition's marks as its leader reported them while the cell ran. */
 export interface PartitionMarks {
   leader: number;
