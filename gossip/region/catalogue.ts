@@ -57,8 +57,6 @@ export interface LocalTopic {
   config: Record<string, string>;
   scope: 'local' | 'global';
   createdAtMs: number;
-  /** Holds no record on any partition. */
-  empty: boolean;
 }
 
 /** The region's cell, as the catalogue needs it. */
@@ -70,6 +68,8 @@ export interface RegionCell {
   /** Creates the topic with `scope=global`; TOPIC_ALREADY_EXISTS when it exists. */
   create(def: GlobalTopicDef): Promise<void>;
   delete(name: string): Promise<void>;
+  /** True when the topic holds no record on any partition (asked only when definitions differ). */
+  isEmpty(name: string): Promise<boolean>;
 }
 
 /** A definition that could not be applied in this region. */
@@ -249,7 +249,7 @@ export class GlobalCatalogue {
     }
     // Topics cannot change partitions or config in place: an empty copy is made again, a copy
     // that holds records is kept (its records are acknowledged) and the difference reported.
-    if (!copy.empty) return this.conflict(t.name, `this region's copy holds records and has ${differs.join('; ')}`);
+    if (!(await this.cell.isEmpty(t.name))) return this.conflict(t.name, `this region's copy holds records and has ${differs.join('; ')}`);
     this.logger.info({ topic: t.name, differs }, 'taking the winning definition of a global topic');
     await this.cell.delete(t.name);
     await this.cell.create(def);

@@ -103,6 +103,10 @@ export class FakeMember implements MeshStateAccess {
 /** A region's cell in memory: topics with a record count, as the catalogue sees them. */
 export class FakeCell implements RegionCell {
   readonly topicsByName = new Map<string, LocalTopic & { records: number }>();
+
+  async isEmpty(name: string): Promise<boolean> {
+    return (this.topicsByName.get(name)?.records ?? 0) === 0;
+  }
   /** Names that the cell refuses, as a cell refuses a bad definition. */
   readonly refuse = new Set<string>();
 
@@ -113,13 +117,13 @@ export class FakeCell implements RegionCell {
   }
 
   async topics(): Promise<LocalTopic[]> {
-    return [...this.topicsByName.values()].map(({ records, ...t }) => ({ ...t, empty: records === 0 }));
+    return [...this.topicsByName.values()].map(({ records: _records, ...t }) => t);
   }
 
   async create(def: GlobalTopicDef, scope: 'local' | 'global' = 'global'): Promise<void> {
     await this.validate(def);
     if (this.topicsByName.has(def.name)) throw new EdgeqError('TOPIC_ALREADY_EXISTS', `topic ${def.name} already exists`);
-    this.topicsByName.set(def.name, { name: def.name, partitions: def.partitions, config: { ...def.config, scope }, scope, createdAtMs: this.clock.nowMs(), empty: true, records: 0 });
+    this.topicsByName.set(def.name, { name: def.name, partitions: def.partitions, config: { ...def.config, scope }, scope, createdAtMs: this.clock.nowMs(), records: 0 });
   }
 
   async delete(name: string): Promise<void> {

@@ -50,6 +50,7 @@ export function createHandlers(d: HandlerDeps): Handlers {
   const topicMetadata = (view: TopicView): TopicMetadata => ({
     name: view.record.name,
     topicId: view.record.id,
+    createdAtMs: view.record.createdAtMs,
     internal: view.record.internal,
     partitions: view.partitions.map((p, index) => {
       const st = d.cell?.partitionState(view.record.name, index);

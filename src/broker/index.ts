@@ -7,7 +7,7 @@ export { TopicManager, TOPIC_LIMITS_DEFAULT, type TopicLimits, type TopicView, t
 export { Partition } from './partition.ts';
 export { ProducerState, PRODUCER_RECENT_BATCHES_MAX } from './producer-state.ts';
 export { ProducerIds, FileProducerIdStore, PRODUCER_ID_BLOCK_SIZE, PRODUCER_EPOCH_MAX, type ProducerIdStore } from './producer-ids.ts';
-export { parseTopicConfig, describeTopicConfig, defaultMinInsyncReplicas, TOPIC_CONFIG_KEYS, type TopicSettings } from './topic-config.ts';
+export { parseTopicConfig, describeTopicConfig, defaultMinInsyncReplicas, TOPIC_CONFIG_KEYS, TOPIC_SCOPES, type TopicScope, type TopicSettings } from './topic-config.ts';
 export {
   validateTopicName,
   validateUserTopicName,

@@ -14,7 +14,13 @@ export interface TopicSettings {
   minInsyncReplicas: number;
   /** Whether a replica outside the ISR may become leader when no ISR member is alive (data loss). */
   uncleanLeaderElection: boolean;
+  /** `local` stays in its region; `global` is in every region's cell and exchanged between them. */
+  scope: TopicScope;
 }
+
+/** Where a topic lives: its region only, or every region. */
+export type TopicScope = 'local' | 'global';
+export const TOPIC_SCOPES: readonly TopicScope[] = ['local', 'global'];
 
 type Parser = (value: string, key: string) => unknown;
 
@@ -28,7 +34,7 @@ const intParser =
   };
 
 /** Dotted key → [LogConfig field or policy field, parser]. */
-const KEYS: Record<string, [keyof LogConfig | 'compressionAllowed' | 'minInsyncReplicas' | 'uncleanLeaderElection', Parser]> = {
+const KEYS: Record<string, [keyof LogConfig | 'compressionAllowed' | 'minInsyncReplicas' | 'uncleanLeaderElection' | 'scope', Parser]> = {
   'retention.ms': ['retentionMs', intParser(-1)],
   'retention.bytes': ['retentionBytes', intParser(-1)],
   'segment.bytes': ['segmentBytesMax', intParser(1024, 2 ** 32 - 1)],
@@ -54,6 +60,13 @@ const KEYS: Record<string, [keyof LogConfig | 'compressionAllowed' | 'minInsyncR
     },
   ],
   'min.insync.replicas': ['minInsyncReplicas', intParser(1, 32)],
+  scope: [
+    'scope',
+    (value, key) => {
+      if (!(TOPIC_SCOPES as readonly string[]).includes(value)) throw bad(key, value, `one of ${TOPIC_SCOPES.join(', ')}`);
+      return value as TopicScope;
+    },
+  ],
   'unclean.leader.election.enable': [
     'uncleanLeaderElection',
     (value, key) => {
@@ -91,6 +104,7 @@ export function parseTopicConfig(overrides: Readonly<Record<string, string>>, de
     compressionAllowed: [...COMPRESSION_NAMES],
     minInsyncReplicas: defaultMinInsyncReplicas(replicationFactor),
     uncleanLeaderElection: false,
+    scope: 'local',
   };
   for (const [key, value] of Object.entries(overrides)) {
     const spec = KEYS[key];
@@ -105,6 +119,7 @@ export function parseTopicConfig(overrides: Readonly<Record<string, string>>, de
     if (field === 'compressionAllowed') settings.compressionAllowed = parsed as CompressionName[];
     else if (field === 'minInsyncReplicas') settings.minInsyncReplicas = parsed as number;
     else if (field === 'uncleanLeaderElection') settings.uncleanLeaderElection = parsed as boolean;
+    else if (field === 'scope') settings.scope = parsed as TopicScope;
     else (log as Record<string, unknown>)[field] = parsed;
   }
   return { ...settings, log: resolveTopicLog(log, overrides) };
@@ -140,5 +155,6 @@ export function describeTopicConfig(s: TopicSettings): Record<string, string> {
     'compression.allowed': s.compressionAllowed.join(','),
     'min.insync.replicas': String(s.minInsyncReplicas),
     'unclean.leader.election.enable': String(s.uncleanLeaderElection),
+    scope: s.scope,
   };
 }

@@ -24,6 +24,10 @@ export interface NewTopic {
 /** A topic as `describeTopics` reports it. */
 export interface TopicDescription {
   name: string;
+  /** The topic's identity (KIP-516); '' from an older broker. */
+  topicId: string;
+  /** When it was created (wall-clock ms); 0 from an older broker. */
+  createdAtMs: number;
   internal: boolean;
   replicationFactor: number;
   partitions: { partition: number; leaderId: number; leaderEpoch: number; replicas: number[]; isr: number[] }[];
@@ -157,6 +161,8 @@ export class Admin {
       if (!m || !c) throw new EdgeqError('UNKNOWN_TOPIC_OR_PARTITION', `topic "${name}" does not exist`, { details: { topic: name } });
       return {
         name,
+        topicId: m.topicId,
+        createdAtMs: m.createdAtMs,
         internal: m.internal || c.internal,
         replicationFactor: c.replicationFactor,
         partitions: m.partitions.filter((p) => p !== undefined).map((p) => ({

@@ -84,6 +84,8 @@ export interface TopicInfo {
   name: string;
   /** The topic's identity (KIP-516): a topic deleted and created again has a new one; '' when unknown. */
   topicId: string;
+  /** When it was created (wall-clock ms); 0 when unknown. */
+  createdAtMs: number;
   internal: boolean;
   /** Indexed by partition number. */
   partitions: PartitionInfo[];
@@ -506,5 +508,5 @@ function toTopicInfo(t: MetadataResponse['topics'][number]): TopicInfo {
       error: errorOf(p.error, { topic: t.name, partition: p.partition }),
     };
   }
-  return { name: t.name, topicId: t.topicId ?? '', internal: t.internal, partitions, error: errorOf(t.error, { topic: t.name }) };
+  return { name: t.name, topicId: t.topicId ?? '', createdAtMs: Number(t.createdAtMs ?? 0), internal: t.internal, partitions, error: errorOf(t.error, { topic: t.name }) };
 }

@@ -59,6 +59,8 @@ export interface TopicMetadata {
   internal: boolean;
   /** The topic's identity; a re-created topic has a new one (empty from an older broker). */
   topicId?: string;
+  /** When the topic was created (wall-clock ms); 0 from an older broker. */
+  createdAtMs?: number;
 }
 export interface MetadataResponse {
   brokers: BrokerInfo[];
