@@ -17,6 +17,7 @@ import { StreamSlots, streamPartition } from './stream.ts';
 import { GatewayMetrics, type GatewayAcksLabel } from './metrics.ts';
 import { isPlainObject, parseJsonObject } from './json-body.ts';
 import { checkGroupId, GroupMembers, MEMBER_TOPICS_MAX, type JoinRequest } from './groups.ts';
+import { noMesh, type GatewayMesh } from './mesh.ts';
 import { checkBatches, checkRecords, recordBytes, parseJsonRecords, parseProtobufBatches, parseValueEncoding, toJsonRecord, type GatewayRecord } from './records.ts';
 
 /** What the app is built from. */
@@ -27,6 +28,8 @@ export interface GatewayDeps {
   limits?: Partial<GatewayLimits>;
   /** Prometheus default process metrics in `/metrics`; on by default. */
   processMetrics?: boolean;
+  /** The mesh between regions (`/v1/mesh`, global topics); absent: a gateway of one region alone. */
+  mesh?: GatewayMesh | null;
 }
 
 /** The app plus what it holds open. */
@@ -79,8 +82,10 @@ function acksFromWire(v: AcksValue | undefined): AcksOption | null {
   return v === Acks.NONE ? 0 : v === Acks.LEADER ? 1 : v === Acks.ALL ? 'all' : null;
 }
 
-function parseNewTopic(body: Buffer): NewTopic {
-  const { name, partitions, replicationFactor, config } = parseJsonObject(body);
+/** A topic to create and its scope (`local`, the default, or `global`: every region). */
+function parseNewTopic(body: Buffer): NewTopic & { scope: 'local' | 'global' } {
+  const { name, partitions, replicationFactor, config, scope } = parseJsonObject(body);
+  if (scope !== undefined && scope !== 'local' && scope !== 'global') throw new EdgeqError('INVALID_ARGUMENT', '"scope" must be "local" or "global"', { details: { field: 'scope' } });
   if (typeof name !== 'string' || name === '') throw new EdgeqError('INVALID_ARGUMENT', '"name" must be a non-empty string');
   if (typeof partitions !== 'number' || !Number.isSafeInteger(partitions) || partitions < 1) throw new EdgeqError('INVALID_ARGUMENT', '"partitions" must be a positive integer');
   if (replicationFactor !== undefined && (typeof replicationFactor !== 'number' || !Number.isSafeInteger(replicationFactor) || replicationFactor < 1)) {
@@ -94,7 +99,8 @@ function parseNewTopic(body: Buffer): NewTopic {
       cfg[k] = String(v);
     }
   }
-  return { name, partitions, ...(replicationFactor !== undefined ? { replicationFactor } : {}), config: cfg };
+  if ('scope' in cfg) throw new EdgeqError('INVALID_ARGUMENT', 'give the scope as the "scope" field, not in "config"', { details: { field: 'config.scope' } });
+  return { name, partitions, ...(replicationFactor !== undefined ? { replicationFactor } : {}), config: cfg, scope: (scope as 'local' | 'global' | undefined) ?? 'local' };
 }
 
 function parseJoin(body: Buffer): JoinRequest {
@@ -186,11 +192,20 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
     return c.json(await backend.admin.cellStatus());
   });
 
+  app.get('/v1/mesh', (c) => {
+    authorize(c, 'admin', '*');
+    if (!deps.mesh) throw new EdgeqError('NOT_FOUND', 'this gateway runs without a mesh agent (start it with --mesh-port)');
+    return c.json(deps.mesh.view());
+  });
+
   app.post('/v1/topics', async (c) => {
     requireJson(c);
-    const topic = parseNewTopic(await readBody(c, limits.bodyBytesMax));
+    const { scope, ...topic } = parseNewTopic(await readBody(c, limits.bodyBytesMax));
     authorize(c, 'admin', topic.name);
-    await backend.admin.createTopics([topic]);
+    if (scope === 'global') {
+      if (!deps.mesh) throw noMesh();
+      await deps.mesh.createGlobal({ name: topic.name, partitions: topic.partitions, config: topic.config ?? {}, ...(topic.replicationFactor !== undefined ? { replicationFactor: topic.replicationFactor } : {}) });
+    } else await backend.admin.createTopics([topic]);
     backend.forget(topic.name);
     const [described] = await backend.admin.describeTopics([topic.name]);
     return c.json(described ?? { name: topic.name }, 201);
@@ -213,7 +228,9 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
   app.delete('/v1/topics/:name', async (c) => {
     const name = c.req.param('name');
     authorize(c, 'admin', name);
-    await backend.admin.deleteTopics([name]);
+    // A global topic goes in every region; a local one here only.
+    if (deps.mesh?.isGlobal(name)) await deps.mesh.deleteGlobal(name);
+    else await backend.admin.deleteTopics([name]);
     backend.forget(name);
     backend.dropConsumers(name);
     return c.body(null, 204);

@@ -7,7 +7,7 @@
 import { serve, type ServerType } from '@hono/node-server';
 import { expect } from 'vitest';
 import { createClient, type EdgeqClient } from '../../src/client/index.ts';
-import { Authenticator, createGatewayApp, hashApiKey, type GatewayApp, type GatewayLimits } from '../../src/gateway/index.ts';
+import { Authenticator, createGatewayApp, hashApiKey, type GatewayApp, type GatewayLimits, type GatewayMesh, type MeshView } from '../../src/gateway/index.ts';
 import { TestCell } from '../helpers/cell.ts';
 import type { OpenApiContract } from './openapi-contract.ts';
 
@@ -151,6 +151,52 @@ export class ServedGateway {
   }
 }
 
+/**
+ * A mesh for the keyed gateway: global topics become topics of this one cell (scope global), and
+ * the view is a fixed, realistic one, so `/v1/mesh` and global topics are checked against the
+ * document too. The real mesh is driven by the multi-region tests.
+ */
+export class StubMesh implements GatewayMesh {
+  private readonly globals = new Set<string>();
+
+  constructor(private readonly client: EdgeqClient) {}
+
+  view(): MeshView {
+    return {
+      self: { region: 'us-east', member: 'us-east-gw', incarnation: 0, pid: process.pid },
+      members: [
+        { region: 'us-east', member: 'us-east-gw', address: '127.0.0.1:7946', state: 'alive', incarnation: 0, phi: 0, lastHeardMs: 0 },
+        { region: 'eu-west', member: 'eu-west-gw', address: '127.0.0.1:7947', state: 'suspect', incarnation: 2, phi: 3.5, lastHeardMs: 1200 },
+      ],
+      regions: [
+        {
+          region: 'eu-west',
+          health: { cellReady: true, brokersAlive: 3, brokersTotal: 3, underReplicatedPartitions: 0 },
+          load: { ingressRecordsPerSec: 10, ingressBytesPerSec: 1000, capacityRecordsPerSec: null, headroomRecordsPerSec: null },
+          forecast: { kind: 'none' },
+          version: 1,
+          updatedAt: Date.now(),
+        },
+      ],
+      catalogue: { topics: [...this.globals].map((name) => ({ name, partitions: 1, region: 'us-east', version: 1 })), conflicts: [] },
+    };
+  }
+
+  isGlobal(name: string): boolean {
+    return this.globals.has(name);
+  }
+
+  async createGlobal(def: { name: string; partitions: number; replicationFactor?: number; config: Record<string, string> }): Promise<void> {
+    await this.client.admin().createTopics([{ ...def, config: { ...def.config, scope: 'global' } }]);
+    this.globals.add(def.name);
+  }
+
+  async deleteGlobal(name: string): Promise<void> {
+    await this.client.admin().deleteTopics([name]);
+    this.globals.delete(name);
+  }
+}
+
 /** The cell and the two gateways. */
 export class ConformanceRig {
   private constructor(
@@ -164,7 +210,7 @@ export class ConformanceRig {
     const cell = await new TestCell({ broker: { adminPort: 0 } }).start();
     const client = createClient({ brokers: cell.addresses(), metadataMaxAgeMs: 500 });
     const open = await serveGateway('open', createGatewayApp({ client, limits: LIMITS }), contract);
-    const keyed = await serveGateway('keyed', createGatewayApp({ client, limits: LIMITS, auth: Authenticator.fromJson(keysDoc()) }), contract);
+    const keyed = await serveGateway('keyed', createGatewayApp({ client, limits: LIMITS, auth: Authenticator.fromJson(keysDoc()), mesh: new StubMesh(client) }), contract);
     return new ConformanceRig(cell, client, open, keyed);
   }
 

@@ -100,8 +100,20 @@ async function happyPaths(gw: ServedGateway, topic: string, key?: string): Promi
   await groupRoundTrip(gw, key, topic, 7);
 
   const gone = `${topic}-gone`;
-  expect((await gw.call('POST', '/v1/topics', { key, json: { name: gone, partitions: 1 } })).status).toBe(201);
+  expect((await gw.call('POST', '/v1/topics', { key, json: { name: gone, partitions: 1, scope: 'local' } })).status).toBe(201);
   expect((await gw.call('DELETE', `/v1/topics/${gone}`, { key })).status).toBe(204);
+
+  // The mesh: the keyed gateway has one (a stub over this cell), the open one none.
+  if (key !== undefined) {
+    expect((await gw.call('GET', '/v1/mesh', { key })).status).toBe(200);
+    const everywhere = `${topic}-global`;
+    const made = await gw.call('POST', '/v1/topics', { key, json: { name: everywhere, partitions: 1, scope: 'global' } });
+    expect(made.status).toBe(201);
+    expect(made.json<{ config: Record<string, string> }>().config['scope']).toBe('global');
+    expect((await gw.call('DELETE', `/v1/topics/${everywhere}`, { key })).status).toBe(204);
+  } else {
+    expect((await gw.call('GET', '/v1/mesh')).status).toBe(404);
+  }
 }
 
 describe('the HTTP API against docs/openapi.yaml', () => {
@@ -129,7 +141,16 @@ describe('the HTTP API against docs/openapi.yaml', () => {
   it('topic errors: 400, 404, 409, 413, 415', async () => {
     const gw = rig.open;
     const big = 'x'.repeat(LIMITS.bodyBytesMax! + 1);
-    for (const json of [{ name: 'o-bad', partitions: 0 }, { name: 'o bad', partitions: 1 }, { name: 'o-bad', partitions: 1, config: { 'retention.ms': 'soon' } }, { name: 'o-bad', partitions: 1, config: { 'retention.ms': true } }]) {
+    for (const json of [
+      { name: 'o-bad', partitions: 0 },
+      { name: 'o bad', partitions: 1 },
+      { name: 'o-bad', partitions: 1, config: { 'retention.ms': 'soon' } },
+      { name: 'o-bad', partitions: 1, config: { 'retention.ms': true } },
+      { name: 'o-bad', partitions: 1, scope: 'regional' },
+      { name: 'o-bad', partitions: 1, config: { scope: 'global' } },
+      // A global topic on a gateway without a mesh agent.
+      { name: 'o-bad', partitions: 1, scope: 'global' },
+    ]) {
       expect((await gw.call('POST', '/v1/topics', { json })).status).toBe(400);
     }
     expect((await gw.call('POST', '/v1/topics', { body: '{"name":', type: 'application/json' })).status).toBe(400);
@@ -232,6 +253,7 @@ describe('the HTTP API against docs/openapi.yaml', () => {
     const member = `/v1/groups/k-g/members/${joined.json<{ memberId: string }>().memberId}`;
     const v1: [string, string, { json?: unknown }][] = [
       ['GET', '/v1/cell', {}],
+      ['GET', '/v1/mesh', {}],
       ['GET', '/v1/topics', {}],
       ['POST', '/v1/topics', { json: { name: 'k-new', partitions: 1 } }],
       ['GET', `/v1/topics/${t}`, {}],
@@ -254,6 +276,7 @@ describe('the HTTP API against docs/openapi.yaml', () => {
     }
     const forbidden: [string, string, string, { json?: unknown }][] = [
       ['GET', '/v1/cell', KEYS.reader, {}],
+      ['GET', '/v1/mesh', KEYS.reader, {}],
       ['POST', '/v1/topics', KEYS.reader, { json: { name: 'k-new', partitions: 1 } }],
       ['GET', `/v1/topics/${t}`, KEYS.stranger, {}],
       ['DELETE', `/v1/topics/${t}`, KEYS.writer, {}],

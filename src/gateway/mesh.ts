@@ -1,0 +1,72 @@
+/**
+ * What the gateway serves of the mesh between regions: `GET /v1/mesh` (this member, every member
+ * with its state and phi, every region's entry) and the catalogue of global topics that
+ * `POST /v1/topics` with `"scope": "global"` and `DELETE` of a global topic go through. A gateway
+ * started without a mesh agent answers 404 on `/v1/mesh` and refuses global topics.
+ */
+import { EdgeqError } from '../core/index.ts';
+
+/** This member, as `/v1/mesh` shows it. */
+export interface MeshSelfView {
+  region: string;
+  member: string;
+  incarnation: number;
+  pid: number;
+}
+
+/** One member of the mesh. */
+export interface MeshMemberView {
+  region: string;
+  member: string;
+  address: string;
+  state: 'alive' | 'suspect' | 'dead' | 'left';
+  incarnation: number;
+  /** Phi accrual suspicion of the member, from this member's point of view. */
+  phi: number;
+  /** Milliseconds since this member last heard from it (-1: never). */
+  lastHeardMs: number;
+}
+
+/** One region's entry. */
+export interface MeshRegionView {
+  region: string;
+  health: unknown;
+  load: unknown;
+  forecast: unknown;
+  version: number;
+  /** Wall-clock ms of the entry's last write. */
+  updatedAt: number;
+}
+
+/** The body of `GET /v1/mesh`. */
+export interface MeshView {
+  self: MeshSelfView;
+  members: MeshMemberView[];
+  regions: MeshRegionView[];
+  /** Global topics and what this region could not apply of them. */
+  catalogue: { topics: { name: string; partitions: number; region: string; version: number }[]; conflicts: { topic: string; reason: string; atMs: number }[] };
+}
+
+/** A global topic's definition as the gateway hands it to the catalogue. */
+export interface GlobalTopicRequest {
+  name: string;
+  partitions: number;
+  replicationFactor?: number;
+  config: Record<string, string>;
+}
+
+/** The mesh as the gateway's routes use it. */
+export interface GatewayMesh {
+  view(): MeshView;
+  /** True when `name` is a live global topic. */
+  isGlobal(name: string): boolean;
+  /** Creates a global topic in every region (resolves once this region's cell has it). */
+  createGlobal(def: GlobalTopicRequest): Promise<void>;
+  /** Deletes a global topic in every region. */
+  deleteGlobal(name: string): Promise<void>;
+}
+
+/** The refusal of a global topic by a gateway without a mesh agent. */
+export function noMesh(): EdgeqError {
+  return new EdgeqError('INVALID_ARGUMENT', 'this gateway runs without a mesh agent: global topics need one (start it with --mesh-port)', { details: { key: 'scope' } });
+}
