@@ -173,4 +173,16 @@ describe('TcpPipe', () => {
     expect(stalls(11)).toEqual(stalls(11));
     expect(stalls(11)).not.toEqual(stalls(12));
   });
+
+  it('stays linear with many small pieces (a chatty stream of one-byte reads)', () => {
+    const { clock, dest, pipe } = setup({ latencyMs: 1 }, { tcpQueuedBytesPerDirectionMax: 1024 * 1024 });
+    const n = 100_000;
+    const startedMs = performance.now();
+    for (let i = 0; i < n; i++) pipe.push(Buffer.of(i & 0xff));
+    clock.advance(1);
+    // Linear work is tens of ms; rescanning the queue at every push (quadratic) took seconds.
+    expect(performance.now() - startedMs).toBeLessThan(3_000);
+    expect(dest.bytes.length).toBe(n);
+    expect(pipe.bytesQueued).toBe(0);
+  });
 });

@@ -45,7 +45,12 @@ interface Piece {
 
 /** One direction of a proxied TCP connection. */
 export class TcpPipe {
-  private readonly queue: Piece[] = [];
+  // A queue with a head index: pieces before `head` are delivered, pieces from `unscheduled` on
+  // have no due time yet (always a suffix, since pieces are scheduled in order). Indices keep
+  // push, schedule and delivery O(1) per piece however many small pieces a chatty stream queues.
+  private queue: Piece[] = [];
+  private head = 0;
+  private unscheduled = 0;
   private queuedBytes = 0;
   private lastDueMs = 0;
   private timer: TimerHandle | null = null;
@@ -116,7 +121,9 @@ export class TcpPipe {
     this.timer = null;
     this.link.counters.bytesQueued -= this.queuedBytes;
     this.queuedBytes = 0;
-    this.queue.length = 0;
+    this.queue = [];
+    this.head = 0;
+    this.unscheduled = 0;
     this.unsubscribe();
   }
 
@@ -130,7 +137,8 @@ export class TcpPipe {
   private hold(): void {
     this.timer?.cancel();
     this.timer = null;
-    for (const p of this.queue) p.dueMs = null;
+    for (let i = this.head; i < this.queue.length; i++) this.queue[i]!.dueMs = null;
+    this.unscheduled = this.head;
     this.lastDueMs = 0;
   }
 
@@ -138,8 +146,8 @@ export class TcpPipe {
   private schedule(): void {
     if (this.done || this.link.settings.blackhole) return;
     const now = this.clock.monotonicMs();
-    for (const p of this.queue) {
-      if (p.dueMs !== null) continue;
+    for (; this.unscheduled < this.queue.length; this.unscheduled++) {
+      const p = this.queue[this.unscheduled]!;
       let due = now + this.link.delayMs();
       if (p.data !== null) {
         // Lost: the segment is resent after a retransmission timeout, about the floor plus a
@@ -159,7 +167,7 @@ export class TcpPipe {
 
   private arm(): void {
     if (this.timer !== null || this.done) return;
-    const head = this.queue[0];
+    const head = this.queue[this.head];
     if (head === undefined || head.dueMs === null) return;
     this.timer = atDeadline(this.clock, head.dueMs, () => {
       this.timer = null;
@@ -175,10 +183,10 @@ export class TcpPipe {
     const due: Buffer[] = [];
     let bytes = 0;
     let end = false;
-    while (this.queue.length > 0) {
-      const head = this.queue[0]!;
+    while (this.head < this.queue.length) {
+      const head = this.queue[this.head]!;
       if (head.dueMs === null || head.dueMs > now) break;
-      this.queue.shift();
+      this.head++;
       if (head.data === null) {
         end = true;
         break;
@@ -186,6 +194,7 @@ export class TcpPipe {
       due.push(head.data);
       bytes += head.data.length;
     }
+    this.compact();
     if (bytes > 0) {
       this.queuedBytes -= bytes;
       this.link.counters.bytesQueued -= bytes;
@@ -211,5 +220,18 @@ export class TcpPipe {
       return;
     }
     this.arm();
+  }
+
+  /** Drops delivered pieces from the front once they are most of the array. */
+  private compact(): void {
+    if (this.head === this.queue.length) {
+      this.queue = [];
+      this.unscheduled = 0;
+      this.head = 0;
+    } else if (this.head > 1024 && this.head * 2 > this.queue.length) {
+      this.queue = this.queue.slice(this.head);
+      this.unscheduled -= this.head;
+      this.head = 0;
+    }
   }
 }
