@@ -2,9 +2,11 @@
 // replacing the queued one of the same name, the room in bytes and the count respected, and the
 // bound evicting the most-sent.
 import { describe, expect, it } from 'vitest';
-import { BroadcastQueue, retransmitLimit } from './broadcast-queue.ts';
+import { BroadcastQueue, retransmitLimit, TAKE_SKIPS_MAX } from './broadcast-queue.ts';
 
-const b = (s: string) => Buffer.from(s);
+/** An 8-byte update named by its first letter (real updates are at least 7 bytes). */
+const b = (s: string) => Buffer.from(s.padEnd(8, '.'));
+const names = (bufs: Buffer[]) => bufs.map((x) => String(x).replace(/\.+$/, ''));
 
 describe('BroadcastQueue', () => {
   it('limits retransmits to mult × ceil(log10(n + 1))', () => {
@@ -23,10 +25,10 @@ describe('BroadcastQueue', () => {
     const q = new BroadcastQueue({ retransmitMult: 4, queueMax: 10 });
     q.enqueue('a', b('a'));
     q.enqueue('b', b('b'));
-    expect(q.take(1, 3, 10).map(String)).toEqual(['b']);
+    expect(names(q.take(8, 3, 10))).toEqual(['b']);
     q.enqueue('c', b('c'));
-    expect(q.take(2, 3, 10).map(String)).toEqual(['c', 'a']);
-    expect(q.take(3, 3, 10).map(String)).toEqual(['c', 'b', 'a']);
+    expect(names(q.take(16, 3, 10))).toEqual(['c', 'a']);
+    expect(names(q.take(24, 3, 10))).toEqual(['c', 'b', 'a']);
   });
 
   it('replaces the queued update of the same name, with a fresh count', () => {
@@ -34,7 +36,7 @@ describe('BroadcastQueue', () => {
     q.enqueue('m', b('old'));
     q.enqueue('m', b('new'));
     expect(q.size).toBe(1);
-    expect(q.take(100, 3, 10).map(String)).toEqual(['new']);
+    expect(names(q.take(100, 3, 10))).toEqual(['new']);
     expect(q.size).toBe(0);
   });
 
@@ -43,8 +45,20 @@ describe('BroadcastQueue', () => {
     q.enqueue('big', Buffer.alloc(50));
     q.enqueue('s1', b('1'));
     q.enqueue('s2', b('2'));
-    expect(q.take(10, 3, 10).map((x) => x.length)).toEqual([1, 1]);
+    expect(q.take(20, 3, 10).map((x) => x.length)).toEqual([8, 8]);
     expect(q.take(100, 3, 1).length).toBe(1);
+  });
+
+  it('gives up after TAKE_SKIPS_MAX updates that do not fit', () => {
+    const q = new BroadcastQueue({ retransmitMult: 4, queueMax: 100 });
+    q.enqueue('small', b('s'));
+    for (let i = 0; i < TAKE_SKIPS_MAX; i++) q.enqueue(`big${i}`, Buffer.alloc(100));
+    expect(q.take(50, 3, 10)).toEqual([]);
+    q.enqueue('big-last', Buffer.alloc(100));
+    q.remove('big0');
+    expect(names(q.take(50, 3, 10))).toEqual([]);
+    for (let i = 1; i < TAKE_SKIPS_MAX; i++) q.remove(`big${i}`);
+    expect(names(q.take(50, 3, 10))).toEqual(['s']);
   });
 
   it('evicts the most-sent, oldest update past its bound', () => {
@@ -56,6 +70,6 @@ describe('BroadcastQueue', () => {
     expect(q.size).toBe(2);
     expect(q.dropped).toBe(1);
     expect(q.has('a')).toBe(false);
-    expect(q.take(100, 3, 10).map(String).sort()).toEqual(['b', 'c']);
+    expect(names(q.take(100, 3, 10)).sort()).toEqual(['b', 'c']);
   });
 });

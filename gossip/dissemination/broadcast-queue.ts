@@ -14,6 +14,15 @@ export function retransmitLimit(retransmitMult: number, members: number): number
   return retransmitMult * Math.ceil(Math.log10(Math.max(1, members) + 1));
 }
 
+/** The smallest update there is (a `left` of a one-byte id): below this much room nothing fits. */
+const UPDATE_BYTES_MIN = 1 + 2 + 4;
+/**
+ * A take gives up after this many queued updates that did not fit the room left: the datagram
+ * is nearly full, and scanning a queue of hundreds for one that fits would cost more than the
+ * next datagram carrying them.
+ */
+export const TAKE_SKIPS_MAX = 16;
+
 interface Entry {
   name: string;
   bytes: Buffer;
@@ -98,24 +107,29 @@ export class BroadcastQueue {
     const out: Buffer[] = [];
     let room = roomBytes;
     const moved: Entry[] = [];
-    for (let t = 0; t < this.buckets.length && room > 0 && out.length < countMax; t++) {
+    let skips = 0;
+    for (let t = 0; t < this.buckets.length && room >= UPDATE_BYTES_MIN && out.length < countMax && skips < TAKE_SKIPS_MAX; t++) {
       const bucket = this.buckets[t];
       if (!bucket || bucket.length === 0) continue;
-      let touched = false;
-      for (let i = bucket.length - 1; i >= 0 && room > 0 && out.length < countMax; i--) {
+      let dead = 0;
+      for (let i = bucket.length - 1; i >= 0 && room >= UPDATE_BYTES_MIN && out.length < countMax && skips < TAKE_SKIPS_MAX; i--) {
         const e = bucket[i]!;
         if (!e.live) {
-          touched = true;
+          dead++;
           continue;
         }
-        if (e.bytes.length > room) continue;
+        if (e.bytes.length > room) {
+          skips++;
+          continue;
+        }
         out.push(e.bytes);
         room -= e.bytes.length;
         e.live = false;
-        touched = true;
+        dead++;
         moved.push(e);
       }
-      if (touched) this.buckets[t] = bucket.filter((e) => e.live);
+      // Compact lazily: a bucket is rebuilt only once dead entries are a good part of it.
+      if (dead > 0 && dead * 4 >= bucket.length) this.buckets[t] = bucket.filter((e) => e.live);
     }
     for (const e of moved) {
       const transmits = e.transmits + 1;
