@@ -530,6 +530,12 @@ export class MeshAgent {
     return r ? this.view(r) : undefined;
   }
 
+  /** A member's state and incarnation in this member's view, without the rest of its view (cheap: no phi). */
+  memberStatus(id: string): { state: MemberState; incarnation: number } | undefined {
+    const r = id === this.membership.self().id ? this.membership.self() : this.membership.get(id);
+    return r ? { state: r.state, incarnation: r.incarnation } : undefined;
+  }
+
   /** Counters since creation (a copy). */
   stats(): MeshStats {
     return { ...this.counters, drops: { ...this.counters.drops } };

@@ -189,7 +189,7 @@ export class SimCluster {
   allKnowGone(i: number): boolean {
     const id = this.ids[i]!;
     return this.live().every((j) => {
-      const m = this.agents[j]!.member(id);
+      const m = this.agents[j]!.memberStatus(id);
       return m === undefined || m.state === 'dead' || m.state === 'left';
     });
   }
@@ -205,11 +205,11 @@ export class SimCluster {
       const a = this.agents[i]!;
       for (const j of live) {
         if (i === j) continue;
-        const m = a.member(this.ids[j]!);
+        const m = a.memberStatus(this.ids[j]!);
         if (!m || m.state !== 'alive' || m.incarnation !== incarnations.get(this.ids[j]!)) return false;
       }
       for (const j of this.crashed) {
-        const m = a.member(this.ids[j]!);
+        const m = a.memberStatus(this.ids[j]!);
         if (m && (m.state === 'alive' || m.state === 'suspect')) return false;
       }
     }
