@@ -118,7 +118,7 @@ let dev: ReturnType<typeof startDev>;
 
 beforeAll(async () => {
   readme = await readFile(join(ROOT, 'README.md'), 'utf8');
-  const base = await freeRange(8);
+  const base = await freeRange(10);
   dev = startDev(await tempDir('edgeq-readme-'), base, base + 3, base + 4);
   ready = await dev.ready;
 }, 90_000);

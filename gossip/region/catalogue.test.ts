@@ -79,7 +79,24 @@ describe('global topic catalogue', () => {
     for (const x of r) {
       expect(x.catalogue.get('race'), x.name).toMatchObject({ partitions: winner.partitions, member: winner.member });
       expect(x.cell.topicsByName.get('race')?.partitions, x.name).toBe(winner.partitions);
+      // No region made a copy of the losing definition first (each waits out the settle time).
+      expect(x.cell.created.filter((c) => c.name === 'race'), x.name).toEqual([{ name: 'race', partitions: winner.partitions }]);
     }
+  });
+
+  it('a third region never makes a copy of a definition that then loses to a later concurrent one', async () => {
+    const { clock, mesh, r } = regions();
+    const [a, b, c] = r;
+    // a's news reaches c in 200 ms but b only in 600 ms: b creates the same name at 300 ms, not
+    // knowing of a's, and b's (a newer version) wins.
+    mesh.setDelay('a-gw', 'b-gw', 600);
+    const first = code(a!.catalogue.create({ name: 'late', partitions: 2, config: {} }));
+    await advance(clock, 300);
+    const second = code(b!.catalogue.create({ name: 'late', partitions: 4, config: {} }));
+    await advance(clock, SETTLE_MS + 1500);
+    expect([await first, await second]).toEqual(['TOPIC_ALREADY_EXISTS', null]);
+    for (const x of r) expect(x.cell.topicsByName.get('late')?.partitions, x.name).toBe(4);
+    expect(c!.cell.created.filter((t) => t.name === 'late')).toEqual([{ name: 'late', partitions: 4 }]);
   });
 
   it('changes nothing on a bad definition or a name taken here or in the catalogue', async () => {

@@ -10,7 +10,8 @@
  *   TOPIC_ALREADY_EXISTS naming the winner, and their regions take the winner's definition.
  * - **Delete** (`delete`): a tombstone; every region deletes its copy.
  * - **Reconcile** (on every change and every `reconcileIntervalMs`): a region creates a global
- *   topic it lacks; deletes its copy of a topic whose tombstone is newer than the copy; publishes
+ *   topic it lacks, once its definition is older than the settle time (a younger one may still lose
+ *   to a concurrent create that has not arrived); deletes its copy of a topic whose tombstone is newer than the copy; publishes
  *   a global topic created through its cell directly (the CLI or admin API talk to brokers, which
  *   run no mesh agent). A copy that differs from the winning definition is re-created only when
  *   it holds no records; one that holds records is kept and reported as a conflict: no
@@ -211,6 +212,13 @@ export class GlobalCatalogue {
             if (!isEdgeqError(err, 'UNKNOWN_TOPIC_OR_PARTITION')) throw err;
           });
         }
+        continue;
+      }
+      // A definition younger than the settle time may still lose to a concurrent create that has
+      // not arrived: every region waits it out, as the creating one does, before applying it.
+      const ageMs = this.clock.nowMs() - e.updatedAtMs;
+      if (ageMs < this.settleMs) {
+        this.clock.setTimeout(() => void this.reconcileSoon(), this.settleMs - ageMs + 1);
         continue;
       }
       await this.apply({ ...(e.value as CatalogueEntry), version: e.version, member: e.member }, local);

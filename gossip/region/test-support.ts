@@ -16,6 +16,7 @@ function wins(a: MeshStateEntry, b: MeshStateEntry | undefined): boolean {
 export class FakeMesh {
   private readonly members = new Map<string, FakeMember>();
   private readonly cut = new Set<string>();
+  private readonly delays = new Map<string, number>();
   private hlc = 0;
 
   constructor(
@@ -37,6 +38,11 @@ export class FakeMesh {
     }
   }
 
+  /** Sets the delay of writes from `from` to `to` (one direction). */
+  setDelay(from: string, to: string, ms: number): void {
+    this.delays.set(`${from}|${to}`, ms);
+  }
+
   /** Sends every member's state to every other reachable one (a push-pull after a heal). */
   syncAll(): void {
     for (const from of this.members.values()) for (const e of from.state()) this.deliver(from.member, e, 0);
@@ -51,7 +57,7 @@ export class FakeMesh {
   deliver(from: string, e: MeshStateEntry, delayMs = this.delayMs): void {
     for (const to of this.members.values()) {
       if (to.member === from || this.cut.has(`${from}|${to.member}`)) continue;
-      this.clock.setTimeout(() => to.receive(e), delayMs);
+      this.clock.setTimeout(() => to.receive(e), delayMs === this.delayMs ? (this.delays.get(`${from}|${to.member}`) ?? delayMs) : delayMs);
     }
   }
 }
@@ -109,6 +115,8 @@ export class FakeCell implements RegionCell {
   }
   /** Names that the cell refuses, as a cell refuses a bad definition. */
   readonly refuse = new Set<string>();
+  /** Every create, in order (a topic made and dropped again shows here). */
+  readonly created: { name: string; partitions: number }[] = [];
 
   constructor(private readonly clock: FakeClock) {}
 
@@ -123,6 +131,7 @@ export class FakeCell implements RegionCell {
   async create(def: GlobalTopicDef, scope: 'local' | 'global' = 'global'): Promise<void> {
     await this.validate(def);
     if (this.topicsByName.has(def.name)) throw new EdgeqError('TOPIC_ALREADY_EXISTS', `topic ${def.name} already exists`);
+    this.created.push({ name: def.name, partitions: def.partitions });
     this.topicsByName.set(def.name, { name: def.name, partitions: def.partitions, config: { ...def.config, scope }, scope, createdAtMs: this.clock.nowMs(), records: 0 });
   }
 

@@ -17,10 +17,11 @@ afterAll(async () => {
 describe('edgeq dev', () => {
   it('runs a supervised cell, restarts a killed broker, stops cleanly and keeps data across restarts', async () => {
     const dataDir = await tempDir('edgeq-dev-');
-    const base = await freeRange(8);
+    const base = await freeRange(10);
     let dev = startDev(dataDir, base, base + 3, base + 4);
     let ready = await dev.ready;
-    expect(ready.processes.map((p) => p.name).sort()).toEqual(['arbiter', 'broker-1', 'broker-2', 'broker-3', 'gateway']);
+    expect(ready.processes.map((p) => p.name).sort()).toEqual(['us-east/arbiter', 'us-east/broker-1', 'us-east/broker-2', 'us-east/broker-3', 'us-east/gateway']);
+    expect(ready.processes.map((p) => p.role).sort()).toEqual(['arbiter', 'broker', 'broker', 'broker', 'gateway']);
     expect(ready.gateway).toBe(`http://127.0.0.1:${base + 4}`);
     // Every service runs with the V8 flags of supervisor.ts (serviceNodeFlags), which only work on the command line.
     for (const p of ready.processes) {
@@ -39,7 +40,7 @@ describe('edgeq dev', () => {
       await producer.close();
 
       // SIGKILL broker 2: the supervisor restarts it and it is alive in the cell again.
-      const victim = ready.processes.find((p) => p.name === 'broker-2')!.pid;
+      const victim = ready.processes.find((p) => p.name === 'us-east/broker-2')!.pid;
       process.kill(victim, 'SIGKILL');
       await eventually(async () => {
         const st = await client.admin().cellStatus().catch(() => null);
@@ -49,7 +50,7 @@ describe('edgeq dev', () => {
     } finally {
       await client.close();
     }
-    const pids = ready.processes.map((p) => p.pid).filter((p) => p !== ready.processes.find((x) => x.name === 'broker-2')!.pid);
+    const pids = ready.processes.map((p) => p.pid).filter((p) => p !== ready.processes.find((x) => x.name === 'us-east/broker-2')!.pid);
     dev.child.kill('SIGTERM');
     expect(await dev.exited).toBe(0);
     for (const pid of pids) expect(alive(pid), `pid ${pid} still running`).toBe(false);

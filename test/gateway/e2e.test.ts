@@ -48,7 +48,7 @@ async function readAll(gateway: string, expected: number): Promise<Map<number, s
 describe('gateway end to end', () => {
   it('keeps every acknowledged record across a leader SIGKILL and a full restart', async () => {
     const dataDir = await tempDir('edgeq-e2e-');
-    const base = await freeRange(8);
+    const base = await freeRange(10);
     let dev = startDev(dataDir, base, base + 3, base + 4);
     let ready = await dev.ready;
     const gw = ready.gateway;

@@ -31,7 +31,10 @@ export interface Ready {
   gateway: string;
   metrics: string[];
   brokers: string;
-  processes: { name: string; pid: number }[];
+  processes: { name: string; region: string; role: 'arbiter' | 'broker' | 'gateway'; pid: number }[];
+  regions: { region: string; gateway: string; brokers: string; arbiter: string; mesh: string; metrics: string[] }[];
+  control: string;
+  wanLatencyMs: number;
 }
 
 /** Deployments started here and not yet exited: `stopAllDevs` ends them when a test fails half-way. */
@@ -54,9 +57,44 @@ export async function stopAllDevs(): Promise<void> {
   );
 }
 
+/**
+ * Starts a one-region `edgeq dev` (the single-region shape the older tests use) on the given
+ * ports; its mesh agent and control API take `brokerPort + 8` and `+ 9` (ask freeRange for 10).
+ */
 export function startDev(dataDir: string, brokerPort: number, arbiterPort: number, gatewayPort: number) {
-  const child = spawn(process.execPath, [BIN, 'dev', '--data-dir', dataDir, '--broker-port', String(brokerPort), '--arbiter-port', String(arbiterPort), '--port', String(gatewayPort)], {
-    env: { ...process.env, EDGEQ_LOG_LEVEL: 'warn', EDGEQ_ADMIN_PORT: String(brokerPort + 5) },
+  return spawnDev(['--data-dir', dataDir, '--regions', '1', '--broker-port', String(brokerPort), '--arbiter-port', String(arbiterPort), '--port', String(gatewayPort), '--control-port', String(brokerPort + 9)], {
+    EDGEQ_ADMIN_PORT: String(brokerPort + 5),
+    EDGEQ_MESH_PORT: String(brokerPort + 8),
+  });
+}
+
+/** Ports a multi-region deployment needs from its base: see `startDevRegions`. */
+export const DEV_REGIONS_PORT_SPAN = 100;
+
+/**
+ * Starts `edgeq dev` with `regions` regions of `brokersPerRegion` brokers on a block of
+ * DEV_REGIONS_PORT_SPAN ports from `base`: gateways base+i, mesh base+10+i, arbiters base+20+i,
+ * control base+30, brokers base+40+10i+b, broker admin base+70+10i+b (at most 3 regions).
+ */
+export function startDevRegions(dataDir: string, base: number, o: { regions?: string; brokersPerRegion?: number; wanLatencyMs?: number; env?: Record<string, string> } = {}) {
+  return spawnDev(
+    [
+      '--data-dir', dataDir,
+      '--regions', o.regions ?? '3',
+      '--brokers-per-region', String(o.brokersPerRegion ?? 1),
+      '--wan-latency-ms', String(o.wanLatencyMs ?? 25),
+      '--port', String(base),
+      '--arbiter-port', String(base + 20),
+      '--control-port', String(base + 30),
+      '--broker-port', String(base + 40),
+    ],
+    { EDGEQ_MESH_PORT: String(base + 10), EDGEQ_ADMIN_PORT: String(base + 70), ...o.env },
+  );
+}
+
+function spawnDev(args: string[], env: Record<string, string>) {
+  const child = spawn(process.execPath, [BIN, 'dev', ...args], {
+    env: { ...process.env, EDGEQ_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const exited = new Promise<number | string>((r) => child.on('exit', (code, sig) => r(code ?? sig ?? -1)));
@@ -64,7 +102,8 @@ export function startDev(dataDir: string, brokerPort: number, arbiterPort: numbe
   running.add(entry);
   void exited.then(() => running.delete(entry));
   const ready = new Promise<Ready>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('edgeq dev did not get ready in 60 s')), 60_000);
+    // A 3-region deployment is ~10 processes compiled by tsx at start on 2 cores.
+    const timer = setTimeout(() => reject(new Error('edgeq dev did not get ready in 90 s')), 90_000);
     createInterface({ input: child.stdout! }).on('line', (line) => {
       try {
         const ev = JSON.parse(line) as { event?: string } & Ready;

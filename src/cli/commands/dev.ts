@@ -1,95 +1,203 @@
 /**
- * `edgeq dev` (what `npm start` runs): the local deployment on one machine, as separate OS
- * processes: the embedded arbiter and a cell of brokers, supervised (a broker that dies is
- * restarted and rejoins). Everything binds 127.0.0.1. Ctrl-C or SIGTERM stops the brokers (they
- * flush and leave the cell), then the arbiter; starting again on the same data folder brings every
- * topic and record back.
+ * `edgeq dev` (what `npm start` runs): the local multi-region deployment on one machine, as
+ * separate OS processes on 127.0.0.1. Each region (3 by default: us-east, eu-west, ap-south) is an
+ * embedded arbiter, a cell of brokers and a gateway with its mesh agent, supervised (a process
+ * that dies is restarted). Between regions every byte goes through the link emulator this process
+ * runs (src/wan): each region reaches another only through its own end of the directed link,
+ * given to its gateway as an address map, so a cut link cuts that pair and nothing else. The
+ * control API (src/cli/dev) changes links and lists processes. Ctrl-C or SIGTERM stops the
+ * gateways, then the brokers (they flush and leave their cells), then the arbiters; starting
+ * again on the same data folder brings every topic and record back.
  */
 import type { Command } from 'commander';
-import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
-import { EdgeqError } from '../../core/errors.ts';
+import { join } from 'node:path';
 import { createLogger } from '../../core/logger.ts';
+import { LinkEmulator } from '../../wan/index.ts';
+import { startControlApi, type DevProcess } from '../dev/control-api.ts';
+import { checkPortsFree } from '../dev/ports-free.ts';
+import { planTopology, type RegionPlan, type Topology } from '../dev/topology.ts';
 import { Supervisor } from '../supervisor.ts';
 
 interface DevFlags {
   dataDir?: string;
   port?: string;
   brokers?: string;
+  brokersPerRegion?: string;
   brokerPort?: string;
   arbiterPort?: string;
+  regions?: string;
+  wanLatencyMs?: string;
+  controlPort?: string;
 }
 
-function portOf(value: string | undefined, fallback: number, name: string): number {
-  const n = Number(value ?? fallback);
-  if (!Number.isInteger(n) || n < 1 || n > 65535) throw new EdgeqError('INVALID_CONFIG', `${name} must be a port in [1, 65535], got ${value}`, { details: { key: name } });
-  return n;
+/** Where one region's processes reach the others: advertised address → this region's end of the link. */
+export interface AddressMap {
+  udp: Record<string, string>;
+  tcp: Record<string, string>;
+}
+
+const loopback = (port: number) => `127.0.0.1:${port}`;
+
+/** Routes every region needs into every other one (mesh UDP and TCP, each broker), and each region's map. */
+async function wire(emulator: LinkEmulator, t: Topology): Promise<Map<string, AddressMap>> {
+  const maps = new Map<string, AddressMap>();
+  for (const from of t.regions) {
+    const map: AddressMap = { udp: {}, tcp: {} };
+    for (const to of t.regions) {
+      if (to === from) continue;
+      const mesh = loopback(to.meshPort);
+      map.udp[mesh] = hostPort(await emulator.addRoute(from.name, to.name, { kind: 'udp', target: mesh }));
+      map.tcp[mesh] = hostPort(await emulator.addRoute(from.name, to.name, { kind: 'tcp', target: mesh }));
+      for (const port of to.brokerPorts) map.tcp[loopback(port)] = hostPort(await emulator.addRoute(from.name, to.name, { kind: 'tcp', target: loopback(port) }));
+    }
+    maps.set(from.name, map);
+  }
+  return maps;
+}
+
+const hostPort = (a: { host: string; port: number }) => `${a.host}:${a.port}`;
+
+/** The child processes of one region, in start order. */
+function regionChildren(r: RegionPlan, t: Topology, map: AddressMap, meshKey: string) {
+  const level = process.env.EDGEQ_LOG_LEVEL ?? 'warn';
+  const brokers = r.brokerPorts.map(loopback).join(',');
+  const arbiter = { name: `${r.name}/arbiter`, region: r.name, role: 'arbiter' as const, args: ['arbiter', '--port', String(r.arbiterPort), '--data-dir', join(r.dataDir, 'arbiter')] };
+  const brokerSpecs = r.brokerPorts.map((port, i) => ({
+    name: `${r.name}/broker-${i + 1}`,
+    region: r.name,
+    role: 'broker' as const,
+    args: [
+      'broker',
+      '--id', String(i + 1),
+      '--host', '127.0.0.1',
+      '--port', String(port),
+      '--data-dir', join(r.dataDir, `broker-${i + 1}`),
+      '--region', r.name,
+      '--arbiter', 'embedded',
+      '--arbiter-endpoints', loopback(r.arbiterPort),
+      '--cell-id', r.name,
+      '--admin-port', String(r.adminPorts[i]),
+    ],
+    env: { EDGEQ_CELL__SIZE: String(t.brokersPerRegion), EDGEQ_LOG_LEVEL: level },
+  }));
+  const seeds = t.regions.filter((o) => o !== r).map((o) => loopback(o.meshPort));
+  // The local deployment runs without API keys; the gateway's listening line says so.
+  const gateway = {
+    name: `${r.name}/gateway`,
+    region: r.name,
+    role: 'gateway' as const,
+    args: [
+      'gateway',
+      '--brokers', brokers,
+      '--host', '127.0.0.1',
+      '--port', String(r.gatewayPort),
+      '--no-auth',
+      '--region', r.name,
+      '--member', `${r.name}-gw`,
+      '--mesh-port', String(r.meshPort),
+      ...(seeds.length > 0 ? ['--mesh-seeds', seeds.join(',')] : []),
+    ],
+    env: { EDGEQ_LOG_LEVEL: level, EDGEQ_MESH_KEY: meshKey, EDGEQ_MESH_ADDRESS_MAP: JSON.stringify(map) },
+  };
+  return { arbiter, brokers: brokerSpecs, gateway };
 }
 
 /** Registers `edgeq dev`. */
 export function registerDevCommand(program: Command): void {
   program
     .command('dev')
-    .description('run the local deployment: embedded arbiter + a cell of brokers, supervised, on 127.0.0.1')
-    .option('--data-dir <dir>', 'data folder (EDGEQ_DATA_DIR, default ./data)')
-    .option('--port <n>', 'gateway HTTP port (EDGEQ_PORT, default 8080)')
-    .option('--brokers <n>', 'brokers in the cell (default 3)')
-    .option('--broker-port <n>', 'first broker port; broker i listens on port + i - 1 (EDGEQ_BROKER_PORT, default 9092)')
-    .option('--arbiter-port <n>', 'arbiter port (EDGEQ_ARBITER_PORT, default 7090)')
+    .description('run the local multi-region deployment on 127.0.0.1: per region an embedded arbiter, a cell of brokers and a gateway with its mesh agent, supervised, with emulated WAN links between regions')
+    .option('--data-dir <dir>', 'data folder (EDGEQ_DATA_DIR, default ./data); each region gets <dir>/<region>')
+    .option('--regions <n|a,b,c>', 'how many regions (1..10 of us-east, eu-west, ap-south, …) or their names (default 3)')
+    .option('--brokers-per-region <n>', 'brokers in each region\'s cell, 1..9 (default 3)')
+    .option('--brokers <n>', 'the same as --brokers-per-region')
+    .option('--wan-latency-ms <n>', 'one-way latency of every link between regions (default 25)')
+    .option('--port <n>', 'first gateway HTTP port; region i gets port + i (EDGEQ_PORT, default 8080)')
+    .option('--broker-port <n>', 'first broker port; broker b of region i listens on port + 10 i + b - 1 (EDGEQ_BROKER_PORT, default 9092)')
+    .option('--arbiter-port <n>', 'first arbiter port; region i gets port + i (EDGEQ_ARBITER_PORT, default 7090)')
+    .option('--control-port <n>', 'port of the control API (EDGEQ_CONTROL_PORT, default 8090)')
     .action(async (flags: DevFlags) => {
       const logger = createLogger({ level: process.env.EDGEQ_LOG_LEVEL ?? 'info', name: 'dev' });
-      const dataDir = flags.dataDir ?? process.env.EDGEQ_DATA_DIR ?? './data';
-      const count = Number(flags.brokers ?? '3');
-      if (!Number.isInteger(count) || count < 1 || count > 9) throw new EdgeqError('INVALID_CONFIG', `--brokers must be 1..9, got ${flags.brokers}`, { details: { key: 'brokers' } });
-      const brokerPort = portOf(flags.brokerPort ?? process.env.EDGEQ_BROKER_PORT, 9092, 'EDGEQ_BROKER_PORT');
-      const arbiterPort = portOf(flags.arbiterPort ?? process.env.EDGEQ_ARBITER_PORT, 7090, 'EDGEQ_ARBITER_PORT');
-      const gatewayPort = portOf(flags.port ?? process.env.EDGEQ_PORT, 8080, 'EDGEQ_PORT');
-      // Each broker serves Prometheus /metrics on its own admin port: broker i on adminPort + i - 1.
-      const adminPort = portOf(process.env.EDGEQ_ADMIN_PORT, brokerPort + 100, 'EDGEQ_ADMIN_PORT');
-      await mkdir(dataDir, { recursive: true });
+      const env = process.env;
+      const t = planTopology({
+        ...(flags.regions !== undefined ? { regions: flags.regions } : {}),
+        ...((flags.brokersPerRegion ?? flags.brokers) !== undefined ? { brokersPerRegion: flags.brokersPerRegion ?? flags.brokers } : {}),
+        dataDir: flags.dataDir ?? env.EDGEQ_DATA_DIR ?? './data',
+        ...optional('gatewayPort', flags.port ?? env.EDGEQ_PORT),
+        ...optional('brokerPort', flags.brokerPort ?? env.EDGEQ_BROKER_PORT),
+        ...optional('arbiterPort', flags.arbiterPort ?? env.EDGEQ_ARBITER_PORT),
+        ...optional('meshPort', env.EDGEQ_MESH_PORT),
+        ...optional('adminPort', env.EDGEQ_ADMIN_PORT),
+        ...optional('controlPort', flags.controlPort ?? env.EDGEQ_CONTROL_PORT),
+        ...optional('wanLatencyMs', flags.wanLatencyMs),
+      });
+      // Every port is checked before anything starts: a taken one is a clear error, nothing started.
+      await checkPortsFree(t);
+      await mkdir(t.dataDir, { recursive: true });
+      const emulator = new LinkEmulator({ defaults: { latencyMs: t.wanLatencyMs }, logger });
       const sup = new Supervisor({ logger });
+      const specs = new Map<string, { region: string; role: DevProcess['role'] }>();
+      let control: Awaited<ReturnType<typeof startControlApi>> | null = null;
       const stopAll = async () => {
-        // The gateway first (no new requests), then the brokers (they flush), then the arbiter.
-        await sup.stop(['gateway', ...Array.from({ length: count }, (_, i) => `broker-${i + 1}`), 'arbiter']);
+        // Gateways first (no new requests), then brokers (they flush), then arbiters.
+        await sup.stop([
+          ...t.regions.map((r) => `${r.name}/gateway`),
+          ...t.regions.flatMap((r) => r.brokerPorts.map((_, i) => `${r.name}/broker-${i + 1}`)),
+          ...t.regions.map((r) => `${r.name}/arbiter`),
+        ]);
+        await control?.close();
+        await emulator.close();
       };
       try {
-        await sup.start({ name: 'arbiter', args: ['arbiter', '--port', String(arbiterPort), '--data-dir', join(dataDir, 'arbiter')] });
-        await Promise.all(
-          Array.from({ length: count }, (_, i) =>
-            sup.start({
-              name: `broker-${i + 1}`,
-              args: [
-                'broker',
-                '--id', String(i + 1),
-                '--host', '127.0.0.1',
-                '--port', String(brokerPort + i),
-                '--data-dir', join(dataDir, `broker-${i + 1}`),
-                '--arbiter', 'embedded',
-                '--arbiter-endpoints', `127.0.0.1:${arbiterPort}`,
-                '--cell-id', 'local',
-                '--admin-port', String(adminPort + i),
-              ],
-              env: { EDGEQ_CELL__SIZE: String(count), EDGEQ_LOG_LEVEL: process.env.EDGEQ_LOG_LEVEL ?? 'warn' },
-            }),
-          ),
-        );
-        // The local deployment runs without API keys; the gateway's listening line says so.
-        await sup.start({
-          name: 'gateway',
-          args: ['gateway', '--brokers', Array.from({ length: count }, (_, i) => `127.0.0.1:${brokerPort + i}`).join(','), '--host', '127.0.0.1', '--port', String(gatewayPort), '--no-auth'],
-          env: { EDGEQ_LOG_LEVEL: process.env.EDGEQ_LOG_LEVEL ?? 'warn' },
+        const maps = await wire(emulator, t);
+        // A fresh key per deployment unless one is given (tests craft messages under it): the mesh
+        // authenticates every message (HMAC-SHA256).
+        const meshKey = env.EDGEQ_MESH_KEY || randomBytes(32).toString('base64');
+        control = await startControlApi({
+          host: '127.0.0.1',
+          port: t.controlPort,
+          emulator,
+          processes: () =>
+            sup.status().map((s) => ({ ...(specs.get(s.name) ?? { region: '', role: 'broker' as const }), name: s.name, pid: s.pid })),
         });
+        await Promise.all(
+          t.regions.map(async (r) => {
+            const c = regionChildren(r, t, maps.get(r.name)!, meshKey);
+            for (const s of [c.arbiter, ...c.brokers, c.gateway]) specs.set(s.name, { region: s.region, role: s.role });
+            await sup.start(c.arbiter);
+            await Promise.all(c.brokers.map((b) => sup.start(b)));
+            await sup.start(c.gateway);
+          }),
+        );
       } catch (err) {
         await stopAll();
         throw err;
       }
-      const brokers = Array.from({ length: count }, (_, i) => `127.0.0.1:${brokerPort + i}`).join(',');
-      const gateway = `http://127.0.0.1:${gatewayPort}`;
+      const regions = t.regions.map((r) => ({
+        region: r.name,
+        gateway: `http://127.0.0.1:${r.gatewayPort}`,
+        brokers: r.brokerPorts.map(loopback).join(','),
+        arbiter: loopback(r.arbiterPort),
+        mesh: loopback(r.meshPort),
+        metrics: r.adminPorts.map((p) => `http://127.0.0.1:${p}/metrics`),
+      }));
+      const first = regions[0]!;
+      const controlUrl = `http://127.0.0.1:${t.controlPort}`;
+      const processes = sup.status().map((s) => ({ name: s.name, ...specs.get(s.name), pid: s.pid }));
+      // One machine-readable line (tests, tools); the first region's fields keep the single-region shape.
       process.stdout.write(
-        `${JSON.stringify({ event: 'ready', gateway, arbiter: `127.0.0.1:${arbiterPort}`, brokers, metrics: Array.from({ length: count }, (_, i) => `http://127.0.0.1:${adminPort + i}/metrics`), dataDir, auth: false, processes: sup.status().map((s) => ({ name: s.name, pid: s.pid })) })}\n`,
+        `${JSON.stringify({ event: 'ready', gateway: first.gateway, brokers: first.brokers, arbiter: first.arbiter, metrics: first.metrics, regions, control: controlUrl, wanLatencyMs: t.wanLatencyMs, dataDir: t.dataDir, auth: false, processes })}\n`,
       );
       process.stderr.write(
-        `edgeq dev: gateway at ${gateway} (auth: off, local deployment), cell of ${count} brokers at ${brokers}, arbiter 127.0.0.1:${arbiterPort}, data in ${dataDir}; Ctrl-C stops everything\n`,
+        [
+          `edgeq dev: ${t.regions.length} region(s), ${t.brokersPerRegion} broker(s) each, auth off (local deployment); data in ${t.dataDir}`,
+          ...regions.map((r) => `  ${r.region}: gateway ${r.gateway}  brokers ${r.brokers}  arbiter ${r.arbiter}  mesh ${r.mesh}`),
+          `  control API ${controlUrl} (GET /v1/dev/links, PUT /v1/dev/links/{from}/{to}, GET /v1/dev/processes); links between regions: ${t.wanLatencyMs} ms one way`,
+          '  Ctrl-C stops everything',
+          '',
+        ].join('\n'),
       );
       await new Promise<void>((resolve) => {
         const stop = (signal: string) => {
@@ -100,4 +208,8 @@ export function registerDevCommand(program: Command): void {
         process.once('SIGINT', () => stop('SIGINT'));
       });
     });
+}
+
+function optional<K extends string>(key: K, value: string | undefined): Partial<Record<K, string>> {
+  return value === undefined ? {} : ({ [key]: value } as Record<K, string>);
 }

@@ -9,7 +9,8 @@ import type { Command } from 'commander';
 import { createClient } from '../../client/index.ts';
 import { EdgeqError } from '../../core/errors.ts';
 import { createLogger } from '../../core/logger.ts';
-import { Authenticator, createGatewayApp, resolveLimits } from '../../gateway/index.ts';
+import { Authenticator, createGatewayApp, resolveLimits, type GatewayMesh } from '../../gateway/index.ts';
+import { startGatewayMesh, type GatewayMeshHandle } from '../gateway-mesh.ts';
 import { addBrokersOption, brokersOf } from './topics.ts';
 
 interface GatewayFlags {
@@ -22,6 +23,14 @@ interface GatewayFlags {
   produceLingerMs?: string;
   produceInflight?: string;
   produceBatchBytes?: string;
+  region?: string;
+  member?: string;
+  meshPort?: string;
+  meshHost?: string;
+  meshAdvertise?: string;
+  meshSeeds?: string;
+  meshCluster?: string;
+  brokersAdvertise?: string;
 }
 
 /** A flag that must be a non-negative integer when given; undefined when absent. */
@@ -47,6 +56,14 @@ export function registerGatewayCommand(program: Command): void {
     .option('--produce-linger-ms <n>', 'how long produced records wait to share a batch (default 0)')
     .option('--produce-inflight <n>', 'batches per partition in flight to the cell, 1..5 (default 1)')
     .option('--produce-batch-bytes <n>', 'largest batch of records sent to a partition, 1024..67108864 (default 1048576)')
+    .option('--region <name>', 'the region this gateway serves (EDGEQ_REGION, default local)')
+    .option('--member <id>', 'this gateway\'s id in the mesh (default <region>-<host>-<port>)')
+    .option('--mesh-port <n>', 'UDP and TCP port of the mesh agent between regions (EDGEQ_MESH_PORT); absent: no mesh')
+    .option('--mesh-host <addr>', 'address the mesh agent binds (default the --host)')
+    .option('--mesh-advertise <host:port>', 'address other regions reach this agent at (default mesh host:port)')
+    .option('--mesh-seeds <list>', 'host:port,… of agents to join (EDGEQ_MESH_SEEDS)')
+    .option('--mesh-cluster <name>', 'name of the mesh; agents of another one are ignored (EDGEQ_MESH_CLUSTER, default edgeq)')
+    .option('--brokers-advertise <list>', 'host:port,… other regions fetch this region\'s records from (default the --brokers)')
     .action(async (flags: GatewayFlags, cmd: Command) => {
       const port = Number(flags.port ?? '8080');
       if (!Number.isInteger(port) || port < 0 || port > 65535) throw new EdgeqError('INVALID_CONFIG', `--port must be a port in [0, 65535], got ${flags.port}`, { details: { key: 'port' } });
@@ -76,21 +93,46 @@ export function registerGatewayCommand(program: Command): void {
       resolveLimits(limits);
       const auth = flags.keys ? await Authenticator.fromFile(flags.keys) : null;
       const client = createClient({ brokers, clientId: 'edgeq-gateway', logger });
-      const app = createGatewayApp({ client, auth, limits });
+      const meshFlags = meshSettings(flags, host, brokers);
+      // The mesh starts once the app (and its metrics) exists; until then the routes see none.
+      let meshHandle: GatewayMeshHandle | null = null;
+      const mesh: GatewayMesh | null = meshFlags && {
+        view: () => meshHandle!.mesh.view(),
+        isGlobal: (name) => meshHandle?.mesh.isGlobal(name) ?? false,
+        createGlobal: (def) => meshHandle!.mesh.createGlobal(def),
+        deleteGlobal: (name) => meshHandle!.mesh.deleteGlobal(name),
+      };
+      const app = createGatewayApp({ client, auth, limits, mesh });
       const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
         const s = serve({ fetch: app.fetch, hostname: host, port }, (info) => {
-          // One machine-readable line for supervisors and tests, like the broker's.
-          process.stdout.write(`${JSON.stringify({ event: 'listening', service: 'gateway', host, port: info.port, pid: process.pid, auth: auth !== null })}\n`);
           resolve(s);
         });
       });
+      const boundPort = (server.address() as { port: number }).port;
+      if (meshFlags) {
+        meshHandle = await startGatewayMesh({
+          ...meshFlags,
+          member: meshFlags.member ?? `${meshFlags.region}-${host}-${boundPort}`,
+          gatewayUrl: `http://${host}:${boundPort}`,
+          client,
+          registry: app.metrics.registry,
+          ingressTotals: () => app.metrics.ingressTotals(),
+          env: process.env,
+          logger,
+        });
+      }
+      const self = meshHandle?.agent.self();
+      // One machine-readable line for supervisors and tests, like the broker's.
+      process.stdout.write(
+        `${JSON.stringify({ event: 'listening', service: 'gateway', host, port: boundPort, pid: process.pid, auth: auth !== null, ...(self ? { region: self.region, member: self.member, mesh: self.address } : {}) })}\n`,
+      );
       await new Promise<void>((resolve) => {
         const stop = (signal: string) => {
           logger.info({ signal }, 'stopping');
           // Open SSE streams would hold the server's close forever: end them as it stops accepting.
           server.close(() => {
-            void app
-              .close()
+            void (meshHandle?.close() ?? Promise.resolve())
+              .then(() => app.close())
               .then(() => client.close())
               .catch((err: unknown) => logger.error({ err }, 'clean stop failed'))
               .finally(resolve);
@@ -101,4 +143,30 @@ export function registerGatewayCommand(program: Command): void {
         process.once('SIGINT', () => stop('SIGINT'));
       });
     });
+}
+
+/** The mesh settings of the flags and environment, or null when the gateway runs without a mesh. */
+function meshSettings(flags: GatewayFlags, host: string, brokers: string[]) {
+  const env = process.env;
+  const rawPort = flags.meshPort ?? env.EDGEQ_MESH_PORT;
+  if (rawPort === undefined || rawPort === '') return null;
+  const meshPort = Number(rawPort);
+  if (!/^\d+$/.test(rawPort) || meshPort > 65535) throw new EdgeqError('INVALID_CONFIG', `--mesh-port must be a port in [0, 65535], got ${rawPort}`, { details: { key: 'meshPort' } });
+  const region = flags.region ?? env.EDGEQ_REGION ?? 'local';
+  if (!/^[a-z0-9-]{1,63}$/.test(region)) throw new EdgeqError('INVALID_CONFIG', `--region "${region}" is not a valid site name ([a-z0-9-]{1,63})`, { details: { key: 'region' } });
+  const list = (raw: string | undefined) => (raw ?? '').split(',').map((x) => x.trim()).filter((x) => x !== '');
+  const seeds = list(flags.meshSeeds ?? env.EDGEQ_MESH_SEEDS);
+  for (const s of [...seeds, ...(flags.meshAdvertise ? [flags.meshAdvertise] : [])]) {
+    if (!/^[^:\s]+:\d{1,5}$/.test(s)) throw new EdgeqError('INVALID_CONFIG', `mesh address "${s}" is not host:port`, { details: { key: 'meshSeeds' } });
+  }
+  return {
+    region,
+    member: flags.member,
+    bindHost: flags.meshHost ?? host,
+    bindPort: meshPort,
+    ...(flags.meshAdvertise ? { advertise: flags.meshAdvertise } : {}),
+    seeds,
+    clusterName: flags.meshCluster ?? env.EDGEQ_MESH_CLUSTER ?? 'edgeq',
+    brokers: flags.brokersAdvertise ? list(flags.brokersAdvertise) : brokers,
+  };
 }

@@ -1,0 +1,163 @@
+/**
+ * The gateway's mesh agent and what runs on it, wired for `edgeq gateway`: the agent (one member
+ * per gateway, tagged with its region), this region's entry published every second, the catalogue
+ * of global topics reconciled against the region's cell, the mesh's Prometheus metrics in the
+ * gateway's registry, and the `GatewayMesh` the HTTP routes use.
+ *
+ * The mesh key comes from the environment (`EDGEQ_MESH_KEY`, and `EDGEQ_MESH_KEY_SECONDARY` while
+ * keys rotate), base64 or hex, never from a flag (flags show in process listings). The address
+ * map (`EDGEQ_MESH_ADDRESS_MAP`, JSON `{"udp": {advertised: local}, "tcp": {…}}`) is what the dev
+ * deployment hands each region: the only way it reaches other regions is its own end of the
+ * emulated links.
+ */
+import type { Registry } from 'prom-client';
+import { MeshAgent, registerMeshMetrics, type MeshKey } from '../../gossip/index.ts';
+import { GlobalCatalogue, MeshKeys, RegionPublisher, type RegionHealth, type RegionInfo } from '../../gossip/region/index.ts';
+import type { EdgeqClient } from '../client/index.ts';
+import { EdgeqError, type Logger } from '../core/index.ts';
+import type { GatewayMesh, MeshView } from '../gateway/index.ts';
+import { AdminRegionCell } from './region-cell.ts';
+
+/** What `edgeq gateway` passes in. */
+export interface GatewayMeshOptions {
+  region: string;
+  member: string;
+  bindHost: string;
+  bindPort: number;
+  advertise?: string;
+  seeds: string[];
+  clusterName: string;
+  /** This gateway's URL and the broker addresses other regions fetch from. */
+  gatewayUrl: string;
+  brokers: string[];
+  client: EdgeqClient;
+  registry: Registry;
+  /** The gateway's cumulative ingress (its produce counters). */
+  ingressTotals: () => { records: number; bytes: number };
+  env: NodeJS.ProcessEnv;
+  logger: Logger;
+}
+
+/** A running mesh for one gateway. */
+export interface GatewayMeshHandle {
+  mesh: GatewayMesh;
+  agent: MeshAgent;
+  close(): Promise<void>;
+}
+
+/** Reads a key given as base64 or hex (at least 32 bytes outside the dev deployment, which the agent checks). */
+function keyFrom(raw: string, name: string): MeshKey {
+  const text = raw.trim();
+  const bytes = /^[0-9a-fA-F]+$/.test(text) && text.length % 2 === 0 ? Buffer.from(text, 'hex') : Buffer.from(text, 'base64');
+  if (bytes.length === 0) throw new EdgeqError('INVALID_CONFIG', `${name} is not base64 or hex`, { details: { key: name } });
+  return bytes;
+}
+
+/** The keys from the environment, primary first. */
+export function meshKeysFrom(env: NodeJS.ProcessEnv): MeshKey[] {
+  const primary = env.EDGEQ_MESH_KEY;
+  if (!primary) throw new EdgeqError('INVALID_CONFIG', 'the mesh needs a key: set EDGEQ_MESH_KEY (base64 or hex, at least 32 bytes) on every gateway of the mesh', { details: { key: 'EDGEQ_MESH_KEY' } });
+  const keys = [keyFrom(primary, 'EDGEQ_MESH_KEY')];
+  if (env.EDGEQ_MESH_KEY_SECONDARY) keys.push(keyFrom(env.EDGEQ_MESH_KEY_SECONDARY, 'EDGEQ_MESH_KEY_SECONDARY'));
+  return keys;
+}
+
+/** The address map from the environment: advertised `host:port` → the local end of a link. */
+export function addressMapFrom(env: NodeJS.ProcessEnv): (advertised: string, kind: 'udp' | 'tcp') => string {
+  const raw = env.EDGEQ_MESH_ADDRESS_MAP;
+  if (!raw) return (a) => a;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch (err) {
+    throw new EdgeqError('INVALID_CONFIG', `EDGEQ_MESH_ADDRESS_MAP is not JSON: ${(err as Error).message}`, { details: { key: 'EDGEQ_MESH_ADDRESS_MAP' } });
+  }
+  const map = parsed as { udp?: Record<string, unknown>; tcp?: Record<string, unknown> };
+  for (const kind of ['udp', 'tcp'] as const) {
+    for (const [k, v] of Object.entries(map?.[kind] ?? {})) {
+      if (typeof v !== 'string' || !/^[^:]+:\d{1,5}$/.test(v) || !/^[^:]+:\d{1,5}$/.test(k)) {
+        throw new EdgeqError('INVALID_CONFIG', `EDGEQ_MESH_ADDRESS_MAP.${kind}: "${k}" → ${JSON.stringify(v)} is not host:port → host:port`, { details: { key: 'EDGEQ_MESH_ADDRESS_MAP' } });
+      }
+    }
+  }
+  return (advertised, kind) => (map?.[kind]?.[advertised] as string | undefined) ?? advertised;
+}
+
+/** The cell's health as the region entry carries it. */
+async function cellHealth(client: EdgeqClient): Promise<RegionHealth> {
+  const st = await client.admin().cellStatus();
+  const alive = st.brokers.filter((b) => b.alive).length;
+  const leaderless = st.partitions.some((p) => p.leaderId < 0);
+  return {
+    cellReady: !leaderless && st.unreachable.length === 0 && alive > 0,
+    brokersAlive: alive,
+    brokersTotal: st.brokers.length,
+    underReplicatedPartitions: st.partitions.filter((p) => p.isr.length < p.replicas.length).length,
+  };
+}
+
+/** Starts the mesh agent and everything on it. */
+export async function startGatewayMesh(o: GatewayMeshOptions): Promise<GatewayMeshHandle> {
+  const agent = new MeshAgent({
+    clusterName: o.clusterName,
+    member: o.member,
+    region: o.region,
+    keys: meshKeysFrom(o.env),
+    bindHost: o.bindHost,
+    bindPort: o.bindPort,
+    ...(o.advertise ? { advertise: o.advertise } : {}),
+    seeds: o.seeds,
+    translate: addressMapFrom(o.env),
+    logger: o.logger,
+  });
+  await agent.start();
+  const stopMetrics = registerMeshMetrics(o.registry, agent);
+  const publisher = new RegionPublisher(agent, {
+    health: () => cellHealth(o.client),
+    ingressTotals: o.ingressTotals,
+    gateways: [o.gatewayUrl],
+    brokers: o.brokers,
+  }, { logger: o.logger });
+  publisher.start();
+  const catalogue = new GlobalCatalogue(agent, new AdminRegionCell(o.client.admin()), { logger: o.logger });
+  catalogue.start();
+
+  const mesh: GatewayMesh = {
+    view(): MeshView {
+      const self = agent.self();
+      const regions = agent
+        .state()
+        .filter((e) => MeshKeys.isRegion(e.key) && !e.deleted)
+        .map((e) => {
+          const info = e.value as RegionInfo;
+          return { region: info.region, health: info.health, load: info.load, forecast: info.forecast, version: e.version, updatedAt: e.updatedAtMs };
+        })
+        .sort((a, b) => a.region.localeCompare(b.region));
+      return {
+        self: { region: self.region, member: self.member, incarnation: self.incarnation, pid: process.pid },
+        members: agent.members().map((m) => ({ region: m.region, member: m.member, address: m.address, state: m.state, incarnation: m.incarnation, phi: m.phi, lastHeardMs: m.lastHeardMs })),
+        regions,
+        catalogue: {
+          topics: catalogue.list().map((t) => ({ name: t.name, partitions: t.partitions, region: t.region, version: t.version })),
+          conflicts: catalogue.conflicts(),
+        },
+      };
+    },
+    isGlobal: (name) => catalogue.get(name) !== undefined,
+    createGlobal: async (def) => {
+      await catalogue.create(def);
+    },
+    deleteGlobal: (name) => catalogue.delete(name),
+  };
+  return {
+    mesh,
+    agent,
+    close: async () => {
+      publisher.stop();
+      await catalogue.stop();
+      stopMetrics();
+      // Leaving says so (left, not dead), so the others do not wait out a suspicion.
+      await agent.leave().catch(() => undefined);
+    },
+  };
+}
