@@ -26,6 +26,8 @@ export interface SupervisorOptions {
   restartsPerMinuteMax?: number;
   /** Grace between SIGTERM and SIGKILL when stopping. */
   stopTimeoutMs?: number;
+  /** Wait before the first restart of a child that died; doubled for each recent restart (default 200). */
+  restartDelayMs?: number;
 }
 
 interface Running {
@@ -42,10 +44,12 @@ export class Supervisor {
   private stopping = false;
   private readonly restartsPerMinuteMax: number;
   private readonly stopTimeoutMs: number;
+  private readonly restartDelayMs: number;
 
   constructor(private readonly options: SupervisorOptions) {
     this.restartsPerMinuteMax = options.restartsPerMinuteMax ?? 5;
     this.stopTimeoutMs = options.stopTimeoutMs ?? 15_000;
+    this.restartDelayMs = options.restartDelayMs ?? 200;
   }
 
   /** Starts a child and resolves with its listening line once it printed it. */
@@ -99,7 +103,7 @@ export class Supervisor {
       this.children.delete(r.spec.name);
       return;
     }
-    const backoffMs = 200 * 2 ** recent.length;
+    const backoffMs = this.restartDelayMs * 2 ** recent.length;
     this.options.logger.warn({ child: r.spec.name, code: r.child.exitCode, signal: r.child.signalCode, backoffMs }, 'child died; restarting it');
     await new Promise((res) => setTimeout(res, backoffMs));
     if (this.stopping) return;

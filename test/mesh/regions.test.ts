@@ -26,6 +26,8 @@ interface Mesh {
 const FORM_MS_MAX = 30_000;
 /** Bound on a crash being known everywhere: probe 0.5 s + Lifeguard's longest suspicion 9 s + gossip, with room for a loaded machine. */
 const DEAD_MS_MAX = 20_000;
+/** The supervisor's wait before restarting a dead process here (the default is 200 ms). */
+const RESTART_DELAY_MS = 20_000;
 /** How long a cut between two regions is watched for a false death (past the 9 s longest suspicion). */
 const CUT_WATCH_MS = 12_000;
 
@@ -34,7 +36,8 @@ let regions: string[];
 
 beforeAll(async () => {
   const base = await freeRange(DEV_REGIONS_PORT_SPAN);
-  const dev = startDevRegions(await tempDir('edgeq-mesh-'), base, { regions: '3', brokersPerRegion: 1, wanLatencyMs: 25 });
+  // A dead process is restarted after RESTART_DELAY_MS: long enough for the mesh to declare it dead first.
+  const dev = startDevRegions(await tempDir('edgeq-mesh-'), base, { regions: '3', brokersPerRegion: 1, wanLatencyMs: 25, env: { EDGEQ_DEV_RESTART_DELAY_MS: String(RESTART_DELAY_MS) } });
   ready = await dev.ready;
   regions = ready.regions.map((r) => r.region);
 }, 120_000);

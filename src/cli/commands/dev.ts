@@ -13,6 +13,7 @@ import type { Command } from 'commander';
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { EdgeqError } from '../../core/errors.ts';
 import { createLogger } from '../../core/logger.ts';
 import { LinkEmulator } from '../../wan/index.ts';
 import { startControlApi, type DevProcess } from '../dev/control-api.ts';
@@ -137,7 +138,13 @@ export function registerDevCommand(program: Command): void {
       await checkPortsFree(t);
       await mkdir(t.dataDir, { recursive: true });
       const emulator = new LinkEmulator({ defaults: { latencyMs: t.wanLatencyMs }, logger });
-      const sup = new Supervisor({ logger });
+      // EDGEQ_DEV_RESTART_DELAY_MS: how long a dead process stays dead before its restart (as a
+      // crash-loop backoff would), e.g. for a test that watches the mesh declare a gateway dead.
+      const restartDelayMs = env.EDGEQ_DEV_RESTART_DELAY_MS === undefined ? undefined : Number(env.EDGEQ_DEV_RESTART_DELAY_MS);
+      if (restartDelayMs !== undefined && !(Number.isSafeInteger(restartDelayMs) && restartDelayMs >= 0 && restartDelayMs <= 600_000)) {
+        throw new EdgeqError('INVALID_CONFIG', `EDGEQ_DEV_RESTART_DELAY_MS must be an integer in [0, 600000], got ${env.EDGEQ_DEV_RESTART_DELAY_MS}`, { details: { key: 'EDGEQ_DEV_RESTART_DELAY_MS' } });
+      }
+      const sup = new Supervisor({ logger, ...(restartDelayMs !== undefined ? { restartDelayMs } : {}) });
       const specs = new Map<string, { region: string; role: DevProcess['role'] }>();
       let control: Awaited<ReturnType<typeof startControlApi>> | null = null;
       const stopAll = async () => {
