@@ -34,7 +34,9 @@ export interface GatewayMeshOptions {
   registry: Registry;
   /** The gateway's cumulative ingress (its produce counters). */
   ingressTotals: () => { records: number; bytes: number };
-  env: NodeJS.ProcessEnv;
+  /** From `meshKeysFrom` and `addressMapFrom`, read before anything starts. */
+  keys: MeshKey[];
+  translate: (advertised: string, kind: 'udp' | 'tcp') => string;
   logger: Logger;
 }
 
@@ -98,16 +100,17 @@ async function cellHealth(client: EdgeqClient): Promise<RegionHealth> {
 
 /** Starts the mesh agent and everything on it. */
 export async function startGatewayMesh(o: GatewayMeshOptions): Promise<GatewayMeshHandle> {
+  // Built (and its options checked: key length, cluster name, bounds) before anything binds.
   const agent = new MeshAgent({
     clusterName: o.clusterName,
     member: o.member,
     region: o.region,
-    keys: meshKeysFrom(o.env),
+    keys: o.keys,
     bindHost: o.bindHost,
     bindPort: o.bindPort,
     ...(o.advertise ? { advertise: o.advertise } : {}),
     seeds: o.seeds,
-    translate: addressMapFrom(o.env),
+    translate: o.translate,
     logger: o.logger,
   });
   await agent.start();

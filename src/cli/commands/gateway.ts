@@ -10,7 +10,7 @@ import { createClient } from '../../client/index.ts';
 import { EdgeqError } from '../../core/errors.ts';
 import { createLogger } from '../../core/logger.ts';
 import { Authenticator, createGatewayApp, resolveLimits, type GatewayMesh } from '../../gateway/index.ts';
-import { startGatewayMesh, type GatewayMeshHandle } from '../gateway-mesh.ts';
+import { addressMapFrom, meshKeysFrom, startGatewayMesh, type GatewayMeshHandle } from '../gateway-mesh.ts';
 import { addBrokersOption, brokersOf } from './topics.ts';
 
 interface GatewayFlags {
@@ -110,16 +110,23 @@ export function registerGatewayCommand(program: Command): void {
       });
       const boundPort = (server.address() as { port: number }).port;
       if (meshFlags) {
-        meshHandle = await startGatewayMesh({
-          ...meshFlags,
-          member: meshFlags.member ?? `${meshFlags.region}-${host}-${boundPort}`,
-          gatewayUrl: `http://${host}:${boundPort}`,
-          client,
-          registry: app.metrics.registry,
-          ingressTotals: () => app.metrics.ingressTotals(),
-          env: process.env,
-          logger,
-        });
+        try {
+          meshHandle = await startGatewayMesh({
+            ...meshFlags,
+            member: meshFlags.member ?? `${meshFlags.region}-${host}-${boundPort}`,
+            gatewayUrl: `http://${host}:${boundPort}`,
+            client,
+            registry: app.metrics.registry,
+            ingressTotals: () => app.metrics.ingressTotals(),
+            logger,
+          });
+        } catch (err) {
+          // A mesh that cannot start (its port taken, a bad option) stops the gateway: no half-started process.
+          await new Promise<void>((resolve) => server.close(() => resolve()));
+          await app.close().catch(() => undefined);
+          await client.close().catch(() => undefined);
+          throw err;
+        }
       }
       const self = meshHandle?.agent.self();
       // One machine-readable line for supervisors and tests, like the broker's.
@@ -161,6 +168,9 @@ function meshSettings(flags: GatewayFlags, host: string, brokers: string[]) {
   }
   return {
     region,
+    // Read now: a missing or bad key or map fails the start before anything listens.
+    keys: meshKeysFrom(env),
+    translate: addressMapFrom(env),
     member: flags.member,
     bindHost: flags.meshHost ?? host,
     bindPort: meshPort,
