@@ -38,6 +38,7 @@ export class RegionPublisher {
   private last: { json: string; atMs: number } | null = null;
   private prevTotals: { records: number; bytes: number; atMs: number } | null = null;
   private stopped = false;
+  private inFlight: Promise<void> | null = null;
   private readonly clock: Clock;
   private readonly logger: Logger;
   private readonly publishIntervalMs: number;
@@ -57,16 +58,24 @@ export class RegionPublisher {
   /** Publishes now and then every interval. */
   start(): void {
     const tick = () => {
-      void this.publish().finally(() => {
-        if (!this.stopped) this.timer = this.clock.setTimeout(tick, this.publishIntervalMs);
-      });
+      this.inFlight = this.publish()
+        .then(
+          () => undefined,
+          (err: unknown) => this.logger.warn({ code: toEdgeqError(err).code, err: toEdgeqError(err).message }, 'could not publish the region entry'),
+        )
+        .finally(() => {
+          this.inFlight = null;
+          if (!this.stopped) this.timer = this.clock.setTimeout(tick, this.publishIntervalMs);
+        });
     };
     tick();
   }
 
-  stop(): void {
+  /** Stops publishing; resolves once a publish under way has ended (nothing is written after). */
+  async stop(): Promise<void> {
     this.stopped = true;
     this.timer?.cancel();
+    await this.inFlight;
   }
 
   /** Gathers the entry and writes it when it changed or is due for a refresh. */
@@ -74,7 +83,7 @@ export class RegionPublisher {
     const info = await this.gather();
     const json = JSON.stringify(info);
     const now = this.clock.monotonicMs();
-    if (!this.last || this.last.json !== json || now - this.last.atMs >= this.refreshIntervalMs) {
+    if (!this.stopped && (!this.last || this.last.json !== json || now - this.last.atMs >= this.refreshIntervalMs)) {
       this.mesh.setState(MeshKeys.region(info.region), info);
       this.last = { json, atMs: now };
     }

@@ -156,7 +156,7 @@ export async function startGatewayMesh(o: GatewayMeshOptions): Promise<GatewayMe
     mesh,
     agent,
     close: async () => {
-      publisher.stop();
+      await publisher.stop();
       await catalogue.stop();
       stopMetrics();
       // Leaving says so (left, not dead), so the others do not wait out a suspicion.
