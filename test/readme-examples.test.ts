@@ -4,12 +4,12 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freeRange, startDev, stopAllDevs, type Ready } from './helpers/dev-process.ts';
+import { DEV_REGIONS_PORT_SPAN, freeRange, startDevRegions, stopAllDevs, type Ready } from './helpers/dev-process.ts';
 import { cleanupTempDirs, tempDir } from './helpers/tmp.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-/** Where the README's examples say the gateway is; replaced by the test deployment's. */
-const README_GATEWAY = 'localhost:8080';
+/** Where the README's examples say the two first gateways and the control API are; replaced by the test deployment's. */
+const README_ADDRESSES = ['localhost:8080', 'localhost:8081', 'localhost:8090'] as const;
 /** Where the README's client example says the brokers are (the CLI's default, too). */
 const README_BROKER = '127.0.0.1:9092';
 /** The top-level commands of "Two commands": this test starts what `npm start` starts, and `npm test` runs this test. */
@@ -114,14 +114,15 @@ function lines(text: string): string[] {
 
 let readme: string;
 let ready: Ready;
-let dev: ReturnType<typeof startDev>;
+let dev: ReturnType<typeof startDevRegions>;
 
 beforeAll(async () => {
   readme = await readFile(join(ROOT, 'README.md'), 'utf8');
-  const base = await freeRange(10);
-  dev = startDev(await tempDir('edgeq-readme-'), base, base + 3, base + 4);
+  // Two regions of three brokers: the examples use the first two gateways and the control API.
+  const base = await freeRange(DEV_REGIONS_PORT_SPAN);
+  dev = startDevRegions(await tempDir('edgeq-readme-'), base, { regions: 'us-east,eu-west', brokersPerRegion: 3 });
   ready = await dev.ready;
-}, 90_000);
+}, 120_000);
 
 afterAll(async () => {
   await stopAllDevs();
@@ -130,7 +131,7 @@ afterAll(async () => {
 
 describe('README examples', () => {
   it('every shell example prints what the README shows under it', async () => {
-    const gateway = new URL(ready.gateway).host;
+    const actual = [new URL(ready.regions[0]!.gateway).host, new URL(ready.regions[1]!.gateway).host, new URL(ready.control).host];
     const env = { EDGEQ_BROKERS: ready.brokers, EDGEQ_LOG_LEVEL: 'warn' };
     const blocks = fencedBlocks(readme).filter((b) => b.lang === 'sh');
     const runnable = blocks.map(steps).filter((s) => !(s.length === 1 && NOT_RUN.has(s[0]!.command.trim())));
@@ -138,7 +139,7 @@ describe('README examples', () => {
     expect(runnable.flat().some((s) => s.command.startsWith('npx edgeq'))).toBe(true);
     expect(runnable.flat().some((s) => s.command.startsWith('curl'))).toBe(true);
     for (const step of runnable.flat()) {
-      const command = step.command.replaceAll(README_GATEWAY, gateway);
+      const command = README_ADDRESSES.reduce((c, a, i) => c.replaceAll(a, actual[i]!), step.command);
       const res = await run(command, env, { timeoutMs: COMMAND_MS_MAX });
       const where = `README.md:${step.line}: ${step.command}`;
       expect(res.code, `${where} exited ${res.code}; stderr: ${res.stderr}`).toBe(0);
