@@ -384,6 +384,9 @@ export class MeshAgent {
     const self = this.membership.self();
     if (sender === self.id) return this.drop('from-self', 'a datagram from this member id');
     this.membership.heard(sender);
+    // A member held dead is talking to us: a healed cut or a false death. Tell it now.
+    const known = this.membership.get(sender);
+    if (known?.state === 'dead') this.prober.reconnect(known);
     for (const u of updates) this.apply(u);
     switch (primary.type) {
       case 'ping':

@@ -73,6 +73,8 @@ export interface ProberOptions {
 export class Prober {
   private readonly acks: AckTracker;
   private readonly phis = new Map<string, PhiAccrual>();
+  /** When each member held dead was last pinged for reconnection (bounded by membersMax, pruned). */
+  private readonly lastReconnectMs = new Map<string, number>();
   private seq: number;
   private probeTimer: TimerHandle | null = null;
   private reconnectTimer: TimerHandle | null = null;
@@ -245,9 +247,24 @@ export class Prober {
     const now = this.now;
     const m = this.o.membership;
     if (this.phis.size > this.c.membersMax) for (const id of [...this.phis.keys()]) if (!m.get(id)) this.phis.delete(id);
+    if (this.lastReconnectMs.size > this.c.membersMax) for (const id of [...this.lastReconnectMs.keys()]) if (m.get(id)?.state !== 'dead') this.lastReconnectMs.delete(id);
     const [target] = m.randomMembers(1, (r) => r.state === 'dead' && now - r.stateChangedMs < this.c.deadRetainMs);
-    if (!target) return;
-    const self = m.self();
+    if (target) this.reconnect(target);
+  }
+
+  /**
+   * Pings `target`, held dead, with a `dead` notice riding along: if it is alive it refutes in
+   * its ack. Called by the reconnect timer, and by the agent when a member held dead is heard
+   * from (a healed cut: tell it at once rather than at the next tick). At most once per probe
+   * interval per member.
+   */
+  reconnect(target: MemberRecord): void {
+    if (!this.probing || target.state !== 'dead') return;
+    const now = this.now;
+    const last = this.lastReconnectMs.get(target.id);
+    if (last !== undefined && now - last < this.c.probeIntervalMs) return;
+    this.lastReconnectMs.set(target.id, now);
+    const self = this.o.membership.self();
     const seq = this.nextSeq();
     const ok = this.acks.register(seq, this.c.probeIntervalMs, { onAck: () => this.o.hooks.reconnected(target) });
     if (!ok) return;
