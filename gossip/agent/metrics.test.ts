@@ -35,7 +35,7 @@ describe('registerMeshMetrics', () => {
     expect(value(text, 'edgeq_mesh_probe_rtt_seconds_count')).toBeGreaterThan(0);
     // 25 ms each way on the simulated links: every RTT is at least 50 ms.
     expect(value(text, 'edgeq_mesh_probe_rtt_seconds_bucket{le="0.025"}')).toBe(0);
-    expect(text).toMatch(/^edgeq_mesh_member_phi\{member="m1",region="region-1"\} [0-9.]+$/m);
+    expect(text).toMatch(/^edgeq_mesh_member_phi\{member="m1",region="region-1"\} [0-9.e+-]+$/m);
     expect(text).not.toMatch(/edgeq_mesh_member_phi\{member="m3"/);
     expect(value(text, 'edgeq_mesh_health_score')).toBe(0);
     stop();
