@@ -1,5 +1,6 @@
 // Proves the member table's rules: incarnations order claims (newer alive overrides, older news
-// is ignored), claims about oneself are refuted above the claim, left is final and never refuted
+// is ignored), claims about oneself are refuted above the claim (and old ones answered with its
+// alive), left is final and never refuted
 // by others, a suspicion runs out into dead unless refuted, and a suspicion merged from a
 // push-pull keeps its accuser, so it is not counted as an independent confirmation.
 import { describe, expect, it } from 'vitest';
@@ -72,6 +73,20 @@ describe('Membership', () => {
     expect(events.filter((e) => e.startsWith('refuted'))).toEqual(['refuted 1', 'refuted 6', 'refuted 10']);
     expect(broadcasts.at(-1)).toMatchObject({ kind: 'alive', member: 'a', incarnation: 10 });
     expect(awareness.health).toBe(3);
+  });
+
+  it('answers an old claim about itself by gossiping its alive again, without raising its incarnation', () => {
+    const { m, broadcasts, events } = table();
+    m.onSuspect({ kind: 'suspect', member: 'a', incarnation: 4, from: 'b' });
+    broadcasts.length = 0;
+    m.onSuspect({ kind: 'suspect', member: 'a', incarnation: 2, from: 'c' });
+    m.onDead({ kind: 'dead', member: 'a', incarnation: 1, from: 'c' });
+    expect(m.self().incarnation).toBe(5);
+    expect(broadcasts).toEqual([
+      { kind: 'alive', member: 'a', region: 'r', incarnation: 5, address: 'h:1', tags: {} },
+      { kind: 'alive', member: 'a', region: 'r', incarnation: 5, address: 'h:1', tags: {} },
+    ]);
+    expect(events.filter((e) => e.startsWith('refuted'))).toEqual(['refuted 5']);
   });
 
   it('leaves for good: left is not refuted by it, nor turned dead by others', () => {

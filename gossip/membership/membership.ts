@@ -174,6 +174,19 @@ export class Membership {
     this.options.hooks.refuted(next);
   }
 
+  /**
+   * Answers a suspect, dead or left claim about this member: refute it when it is at our
+   * incarnation or above; when it is older, whoever holds it missed our last refutation, so
+   * gossip our alive again (same incarnation; it replaces our queued alive, if any). Beyond
+   * memberlist, which ignores an old claim: a member merging a stale table could otherwise hold
+   * us suspect until its timer runs out (found in simulation: 5 s to converge after a heal).
+   */
+  private answerClaim(incarnation: number): void {
+    if (this.leaving) return;
+    if (incarnation >= this.me.incarnation) this.refute(incarnation);
+    else this.announce();
+  }
+
   /** Leaves: from now on claims about this member are not refuted. Returns the goodbye to gossip. */
   leave(): LeftUpdate {
     this.leaving = true;
@@ -226,7 +239,7 @@ export class Membership {
 
   onSuspect(s: SuspectUpdate, source: SuspicionSource = 'gossip'): void {
     if (s.member === this.me.id) {
-      if (!this.leaving && s.incarnation >= this.me.incarnation) this.refute(s.incarnation);
+      this.answerClaim(s.incarnation);
       return;
     }
     const r = this.members.get(s.member);
@@ -280,7 +293,7 @@ export class Membership {
 
   onDead(d: DeadUpdate): void {
     if (d.member === this.me.id) {
-      if (!this.leaving && d.incarnation >= this.me.incarnation) this.refute(d.incarnation);
+      this.answerClaim(d.incarnation);
       return;
     }
     const r = this.members.get(d.member);
@@ -296,7 +309,7 @@ export class Membership {
   onLeft(l: LeftUpdate): void {
     if (l.member === this.me.id) {
       // Our previous life's goodbye, replayed: we are here now.
-      if (!this.leaving && l.incarnation >= this.me.incarnation) this.refute(l.incarnation);
+      this.answerClaim(l.incarnation);
       return;
     }
     const r = this.members.get(l.member);
