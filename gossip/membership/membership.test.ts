@@ -89,6 +89,19 @@ describe('Membership', () => {
     expect(events.filter((e) => e.startsWith('refuted'))).toEqual(['refuted 5']);
   });
 
+  it('answers an old claim about another member by gossiping the newer alive it holds', () => {
+    const { m, broadcasts } = table();
+    m.onAlive({ kind: 'alive', member: 'b', region: 'r', incarnation: 3, address: 'h:b', tags: {} });
+    broadcasts.length = 0;
+    m.onSuspect({ kind: 'suspect', member: 'b', incarnation: 2, from: 'c' });
+    m.onDead({ kind: 'dead', member: 'b', incarnation: 1, from: 'c' });
+    expect(m.get('b')).toMatchObject({ state: 'alive', incarnation: 3 });
+    expect(broadcasts).toEqual([
+      { kind: 'alive', member: 'b', region: 'r', incarnation: 3, address: 'h:b', tags: {} },
+      { kind: 'alive', member: 'b', region: 'r', incarnation: 3, address: 'h:b', tags: {} },
+    ]);
+  });
+
   it('leaves for good: left is not refuted by it, nor turned dead by others', () => {
     const { m } = table();
     m.onLeft({ kind: 'left', member: 'c', incarnation: 1 });
