@@ -65,6 +65,7 @@ export class MeshAgent {
   private phase: Phase = 'new';
   private timers: TimerHandle[] = [];
   private joinTimer: TimerHandle | null = null;
+  private lastRevivalSyncMs = -Infinity;
 
   constructor(options: MeshAgentOptions) {
     const { tags, seeds } = checkOptions(options);
@@ -96,9 +97,13 @@ export class MeshAgent {
       config: { suspicionMult: c.suspicionMult, suspicionMaxTimeoutMult: c.suspicionMaxTimeoutMult, probeIntervalMs: c.probeIntervalMs, lifeguard: c.lifeguard, deadRetainMs: c.deadRetainMs, membersMax: this.limits.membersMax },
       hooks: {
         broadcast: (name, update) => this.queue.enqueue(name, encodeUpdate(update)),
-        changed: (r, prev) => this.emitMember(r, prev?.state ?? null),
+        changed: (r, prev) => {
+          if (prev?.state === 'dead' && r.state === 'alive') this.syncAfterRevival(r);
+          this.emitMember(r, prev?.state ?? null);
+        },
         suspected: (r, from, source) => {
           if (source === 'probe') this.counters.suspicions++;
+          else this.prober.tellSuspect(r);
           this.log.debug({ suspect: r.id, from, source }, 'suspect');
           this.notify((o) => o.suspicion?.({ member: r.id, incarnation: r.incarnation, from, source }));
         },
@@ -375,6 +380,19 @@ export class MeshAgent {
     this.membership.heard(sender);
     this.membership.merge(remote.members);
     for (const e of remote.entries) this.mergeState(e);
+  }
+
+  /**
+   * A member held dead is alive again: a healed partition or a false death, so both sides wrote
+   * state the other has not seen, and piggybacks spent during the cut will not repeat it. One
+   * push-pull with it, at most one such per reconnect interval (after a heal every member of
+   * one side revives the other side's members at once).
+   */
+  private syncAfterRevival(r: MemberRecord): void {
+    const now = this.clock.monotonicMs();
+    if (this.phase !== 'running' || now - this.lastRevivalSyncMs < this.config.reconnectIntervalMs) return;
+    this.lastRevivalSyncMs = now;
+    this.pushPull.exchange(r.address, false, () => {});
   }
 
   private drop(reason: DropReason, detail: string): void {

@@ -73,8 +73,8 @@ export interface ProberOptions {
 export class Prober {
   private readonly acks: AckTracker;
   private readonly phis = new Map<string, PhiAccrual>();
-  /** When each member held dead was last pinged for reconnection (bounded by membersMax, pruned). */
-  private readonly lastReconnectMs = new Map<string, number>();
+  /** When each member was last sent a suspicion or dead notice (bounded by membersMax, pruned). */
+  private readonly lastNoticeMs = new Map<string, number>();
   private seq: number;
   private probeTimer: TimerHandle | null = null;
   private reconnectTimer: TimerHandle | null = null;
@@ -247,9 +247,27 @@ export class Prober {
     const now = this.now;
     const m = this.o.membership;
     if (this.phis.size > this.c.membersMax) for (const id of [...this.phis.keys()]) if (!m.get(id)) this.phis.delete(id);
-    if (this.lastReconnectMs.size > this.c.membersMax) for (const id of [...this.lastReconnectMs.keys()]) if (m.get(id)?.state !== 'dead') this.lastReconnectMs.delete(id);
+    if (this.lastNoticeMs.size > this.c.membersMax) for (const id of [...this.lastNoticeMs.keys()]) if (!m.get(id)) this.lastNoticeMs.delete(id);
     const [target] = m.randomMembers(1, (r) => r.state === 'dead' && now - r.stateChangedMs < this.c.deadRetainMs);
     if (target) this.reconnect(target);
+  }
+
+  /**
+   * Tells `target`, which this member just started suspecting on another member's word, of the
+   * suspicion at once: one ping with it riding along (Lifeguard's buddy system, sooner than this
+   * member's next turn to probe it, which is up to a round of n − 1 intervals away). The suspect
+   * refutes, or answers an old claim with its current alive, in its ack. Not a probe: a missing
+   * ack confirms nothing. At most once per probe interval per member (shared with reconnection).
+   */
+  tellSuspect(target: MemberRecord): void {
+    if (!this.probing || !this.c.lifeguard || target.state !== 'suspect') return;
+    const now = this.now;
+    const last = this.lastNoticeMs.get(target.id);
+    if (last !== undefined && now - last < this.c.probeIntervalMs) return;
+    this.lastNoticeMs.set(target.id, now);
+    const self = this.o.membership.self();
+    const notice = encodeUpdate({ kind: 'suspect', member: target.id, incarnation: target.incarnation, from: target.accuser ?? self.id });
+    this.o.sender.send(target.address, { type: 'ping', seq: this.nextSeq(), target: target.id, sourceAddr: self.address }, [notice]);
   }
 
   /**
@@ -261,9 +279,9 @@ export class Prober {
   reconnect(target: MemberRecord): void {
     if (!this.probing || target.state !== 'dead') return;
     const now = this.now;
-    const last = this.lastReconnectMs.get(target.id);
+    const last = this.lastNoticeMs.get(target.id);
     if (last !== undefined && now - last < this.c.probeIntervalMs) return;
-    this.lastReconnectMs.set(target.id, now);
+    this.lastNoticeMs.set(target.id, now);
     const self = this.o.membership.self();
     const seq = this.nextSeq();
     const ok = this.acks.register(seq, this.c.probeIntervalMs, { onAck: () => this.o.hooks.reconnected(target) });
