@@ -22,11 +22,12 @@ import { NodeTransport } from '../transport/node-transport.ts';
 import type { MeshTransport } from '../transport/transport.ts';
 import { MeshCodec } from '../wire/codec.ts';
 import { Keyring, type MeshKey } from '../wire/keyring.ts';
-import { encodeUpdate, UPDATES_PER_PACKET_MAX, type MemberState, type Primary, type PushPull, type StateUpdate, type Update } from '../wire/messages.ts';
+import { encodeUpdate, type MemberState, type Primary, type PushPull, type StateUpdate, type Update } from '../wire/messages.ts';
 import { isAddress } from '../wire/names.ts';
 import { resolveConfig, resolveLimits, type MeshConfig, type MeshLimits } from './config.ts';
+import { DatagramSender, makeDialer, type Dialer } from './datagrams.ts';
 import { MeshEvents, type MemberChange, type MeshMember, type MeshSelf } from './events.ts';
-import { checkOptions, type AddressTranslator, type MeshAgentOptions } from './options.ts';
+import { checkOptions, type MeshAgentOptions } from './options.ts';
 import { emptyStats, type DropReason, type MeshObserver, type MeshStats } from './stats.ts';
 
 /** How often tombstones are purged and long-dead members forgotten. */
@@ -50,7 +51,6 @@ export class MeshAgent {
   private readonly clock: Clock;
   private readonly random: () => number;
   private readonly log: Logger;
-  private readonly translate: AddressTranslator;
   private readonly transport: MeshTransport;
   private readonly codec: MeshCodec;
   private readonly queue: BroadcastQueue;
@@ -59,6 +59,8 @@ export class MeshAgent {
   private readonly prober: Prober;
   private readonly store: StateStore;
   private readonly pushPull: PushPullRunner;
+  private readonly dial: Dialer;
+  private readonly datagrams: DatagramSender;
   private readonly seeds: readonly string[];
   private readonly counters: MeshStats = emptyStats();
   private readonly events: MeshEvents;
@@ -82,12 +84,17 @@ export class MeshAgent {
     });
     this.clock = options.clock ?? systemClock;
     this.random = seededRandom(options.randomSeed ?? randomInt(0, 2 ** 31));
-    this.translate = options.translate ?? ((advertised) => advertised);
     this.log = (options.logger ?? silentLogger).child({ component: 'mesh', member: options.member });
     this.events = new MeshEvents(this.log);
     this.transport = options.transport ?? new NodeTransport({ host: options.bindHost ?? '127.0.0.1', port: options.bindPort ?? MESH_PORT_DEFAULT });
     this.queue = new BroadcastQueue({ retransmitMult: this.config.retransmitMult, queueMax: this.limits.broadcastQueueMax });
     this.awareness = new Awareness(this.config.lhmMax);
+    this.dial = makeDialer(options.translate ?? ((advertised) => advertised), this.log);
+    const sent = (bytes: number): void => {
+      this.counters.messagesSent++;
+      this.counters.bytesSent += bytes;
+    };
+    this.datagrams = new DatagramSender({ codec: this.codec, queue: this.queue, transport: this.transport, dial: this.dial, selfId: options.member, members: () => this.membership.knownCount, sent });
     const c = this.config;
     this.membership = new Membership({
       self: { id: options.member, region: options.region, address: options.advertise ?? '0.0.0.0:0', tags: { ...tags } },
@@ -275,30 +282,9 @@ export class MeshAgent {
 
   // --- the network ----------------------------------------------------------------------------
 
-  private dial(advertised: string, kind: 'udp' | 'tcp'): string | null {
-    try {
-      const to = this.translate(advertised, kind);
-      return typeof to === 'string' && isAddress(to) ? to : null;
-    } catch (err) {
-      this.log.warn({ err: (err as Error).message, advertised, kind }, 'address translation failed');
-      return null;
-    }
-  }
-
-  /** Sends `primary` to an advertised address, `prefix` updates first, then what fits from the queue. */
+  /** Sends `primary` to an advertised address while the agent runs (datagrams.ts). */
   private send(advertised: string, primary: Primary, prefix: readonly Buffer[] = []): void {
-    if (this.phase !== 'running' && this.phase !== 'leaving') return;
-    const to = this.dial(advertised, 'udp');
-    if (to === null) return;
-    const self = this.membership.self();
-    let room = this.codec.updateRoom(self.id, primary);
-    for (const p of prefix) room -= p.length;
-    const piggyback = room > 0 ? this.queue.take(room, this.membership.knownCount, UPDATES_PER_PACKET_MAX - prefix.length) : [];
-    if (primary.type === 'gossip' && prefix.length === 0 && piggyback.length === 0) return;
-    const bytes = this.codec.encodePacket(self.id, primary, prefix.length === 0 ? piggyback : [...prefix, ...piggyback]);
-    this.counters.messagesSent++;
-    this.counters.bytesSent += bytes.length;
-    this.transport.sendPacket(to, bytes);
+    if (this.phase === 'running' || this.phase === 'leaving') this.datagrams.send(advertised, primary, prefix);
   }
 
   private gossipTick(): void {
