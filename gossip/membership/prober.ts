@@ -14,7 +14,9 @@
  *
  * Acks feed each member's phi accrual detector (phi-accrual.ts), which reports.
  *
- * Reconnection (beyond memberlist): members held dead are pinged now and then with a `dead`
+ * Beyond memberlist: a suspicion learned from another member is told to the suspect at once
+ * (tellSuspect), not at this member's next turn to probe it; and members held dead are pinged
+ * for reconnection now and then with a `dead`
  * notice riding along. A member that is in fact alive (a healed partition, a false death)
  * refutes in its ack, and the ack asks the agent for a push-pull with it, so a healed
  * partition converges without waiting for anyone's piggybacks.
