@@ -16,5 +16,4 @@ export type { MeshTransport, TransportHandlers, BoundAddress } from './transport
 export { suspicionTimeoutMs, dynamicTimeoutMs } from './membership/suspicion.ts';
 export { retransmitLimit } from './dissemination/broadcast-queue.ts';
 export { pushPullScaleMs } from './dissemination/push-pull.ts';
-export { SimClock } from './sim/sim-clock.ts';
-export { SimNetwork, type LinkSettings, type HandlingDelay } from './sim/sim-network.ts';
+export * from './sim/index.ts';

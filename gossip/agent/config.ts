@@ -25,20 +25,22 @@
  * leaving room for event-loop lag on a loaded machine; a late direct ack still counts until the
  * probe's end (probeIntervalMs), and Lifeguard stretches both when this member is the slow one.
  *
- * False deaths at 5% loss: a probe fails only if the direct round trip fails (1 − 0.95² ≈ 9.8%)
- * and every one of the 3 ping-reqs (four legs each: 1 − 0.95⁴ ≈ 18.5%) fails: 0.098 × 0.185³ ≈
- * 6e-4 per probe when there are 3 other members to ask (with only one other member, as with 3
- * members, 0.098 × 0.185 ≈ 1.8%: suspicions happen, about one a minute per member). A false
- * suspicion becomes a death only if the suspect does not refute within the timeout: its refutation
- * travels by the buddy ping, the gossip of the suspicion and its own gossip, each retransmitted
- * retransmitMult × ceil(log10(n + 1)) times, so the chance that all of them are lost within 1.5-9 s
- * is far below one in the 10 minutes' ~2,400 probes of a small mesh.
+ * False deaths at 5% loss: a probe fails only if the direct round trip fails (1 − 0.95² ≈ 9.8%),
+ * the second direct ping sent with the ping-reqs fails too (9.8%), and every one of the 3
+ * ping-reqs (four legs each: 1 − 0.95⁴ ≈ 18.5%) fails: 0.098² × 0.185³ ≈ 6e-5 per probe with 3
+ * other members to ask; with 3 members (one to ask) 0.098² × 0.185 ≈ 1.8e-3, about one false
+ * suspicion per member every 5 minutes at 2 probes a second (simulated: ~10 per member-hour). A false suspicion becomes a death
+ * only if the suspect does not refute within the timeout: its refutation travels by the buddy
+ * ping, the gossip of the suspicion and its own gossip, each retransmitted retransmitMult ×
+ * ceil(log10(n + 1)) times, so the chance that all of them are lost within 1.5-9 s is far below
+ * one in the 10 minutes' ~2,400 probes of a small mesh.
  *
- * Convergence after a heal: each member pings one member it holds dead every reconnectIntervalMs
- * with a `dead` notice riding along; the pinged member refutes in its ack (so the pinger sees it
- * alive one RTT later) and the ack triggers a push-pull that merges both sides' state. In a
- * 50/50 split every such ping crosses the healed cut: the first lands within reconnectIntervalMs
- * / (members) on average, and the refutations then spread by gossip (200 ms rounds).
+ * Convergence after a heal: each member pings one member it holds dead every reconnectIntervalMs,
+ * and at once any member held dead that it hears from, with a `dead` notice riding along; the
+ * pinged member refutes in its ack (so the pinger sees it alive one RTT later) and the ack
+ * triggers a push-pull that merges both sides' state. In a 50/50 split every such ping crosses
+ * the healed cut, so the first lands within reconnectIntervalMs (1 s) and usually far sooner;
+ * the refutations then spread by gossip (200 ms rounds).
  */
 import { EdgeqError } from '../../src/core/index.ts';
 import { ENVELOPE_BYTES_MAX } from '../wire/codec.ts';

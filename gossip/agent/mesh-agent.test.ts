@@ -1,5 +1,5 @@
 // Proves the mesh agent's SWIM behaviour on the simulated network (seeded, printed): a suspect
-// refutes with a higher incarnation, a crashed member is declared dead and rejoins above its old
+// refutes with a higher incarnation (told at once by whoever learns of its suspicion), a crashed member is declared dead and rejoins above its old
 // incarnation, a member that leaves is left (not dead), a blackholed pair stays alive through
 // ping-req, key rotation with two keys, events, and the versioned state converging (last writer
 // wins, tombstones expiring after their bound, push-pull healing a partition).
@@ -8,6 +8,9 @@ import { testSeed } from '../../src/testing/index.ts';
 import { SimClock } from '../sim/sim-clock.ts';
 import { SimCluster, SIM_KEY } from '../sim/sim-cluster.ts';
 import { SimNetwork } from '../sim/sim-network.ts';
+import { MeshCodec } from '../wire/codec.ts';
+import { Keyring } from '../wire/keyring.ts';
+import { encodeUpdate } from '../wire/messages.ts';
 import { MeshAgent, type MemberChange } from './mesh-agent.ts';
 
 const clusters: SimCluster[] = [];
@@ -56,6 +59,19 @@ describe('membership', () => {
     expect(m2.stats().refutations).toBeGreaterThanOrEqual(1);
     expect(c.falseDeaths).toEqual([]);
     for (const i of [0, 1]) expect(c.agents[i]!.member('m2')).toMatchObject({ state: 'alive', incarnation: m2.self().incarnation });
+  });
+
+  it('a member that learns of a suspicion tells the suspect at once (Lifeguard buddy), which refutes in one round trip', async () => {
+    // Gossip and probes 10 s apart: neither can carry the suspicion to m3 within the 200 ms below.
+    const c = await mesh(5, 'agent-tell-suspect', { config: { gossipIntervalMs: 10_000, probeIntervalMs: 10_000, probeTimeoutMs: 200 } });
+    const codec = new MeshCodec({ clusterName: 'sim', keyring: new Keyring([SIM_KEY]), datagramBytesMax: 1400, frameBytesMax: 1 << 22, limits: { stateValueBytesMax: 1024, membersMax: 512, stateEntriesMax: 4096 } });
+    const suspicion = encodeUpdate({ kind: 'suspect', member: 'm3', incarnation: 0, from: 'm1' });
+    c.network.inject(c.addresses[0]!, codec.encodePacket('m1', { type: 'gossip' }, [suspicion]));
+    expect(c.agents[0]!.memberStatus('m3')).toEqual({ state: 'suspect', incarnation: 0 });
+    // m0 → m3 (25 ms), m3 refutes and acks (25 ms): m0 sees m3 alive at incarnation 1.
+    expect(c.runUntil(() => c.agents[0]!.memberStatus('m3')?.incarnation === 1, 200, 10)).not.toBeNull();
+    expect(c.agents[3]!.self().incarnation).toBe(1);
+    expect(c.agents[0]!.memberStatus('m3')?.state).toBe('alive');
   });
 
   it('a crashed member is declared dead everywhere, then rejoins above its old incarnation', async () => {

@@ -22,9 +22,12 @@ import { NodeTransport } from '../transport/node-transport.ts';
 import type { MeshTransport } from '../transport/transport.ts';
 import { MeshCodec } from '../wire/codec.ts';
 import { Keyring, type MeshKey } from '../wire/keyring.ts';
-import { encodeUpdate, UPDATES_PER_PACKET_MAX, type MemberState, type Primary, type PushPull, type StateUpdate, type Update } from '../wire/messages.ts';
-import { isAddress, isMemberId, isRegion, tagsProblem } from '../wire/names.ts';
+import { encodeUpdate, type MemberState, type Primary, type PushPull, type StateUpdate, type Update } from '../wire/messages.ts';
+import { isAddress } from '../wire/names.ts';
 import { resolveConfig, resolveLimits, type MeshConfig, type MeshLimits } from './config.ts';
+import { DatagramSender, makeDialer, type Dialer } from './datagrams.ts';
+import { MeshEvents, type MemberChange, type MeshMember, type MeshSelf } from './events.ts';
+import { checkOptions, type MeshAgentOptions } from './options.ts';
 import { emptyStats, type DropReason, type MeshObserver, type MeshStats } from './stats.ts';
 
 /** How often tombstones are purged and long-dead members forgotten. */
@@ -32,65 +35,8 @@ export const HOUSEKEEPING_INTERVAL_MS = 1_000;
 /** The mesh's default port (memberlist's). */
 export const MESH_PORT_DEFAULT = 7946;
 
-/** Maps an advertised address to the one this process must dial (the dev deployment's per-link proxies). */
-export type AddressTranslator = (advertised: string, kind: 'udp' | 'tcp') => string;
-
-/** Options of a mesh agent. */
-export interface MeshAgentOptions {
-  /** Messages of another cluster are dropped (and counted). */
-  clusterName: string;
-  /** This member's id, unique in the mesh. */
-  member: string;
-  region: string;
-  tags?: Record<string, string>;
-  /** The key ring, primary first (at most two: rotation). */
-  keys: readonly MeshKey[];
-  /** Accept keys shorter than 32 bytes: the local dev deployment only. */
-  insecureDevKey?: boolean;
-  /** Where the default transport binds (127.0.0.1 unless told otherwise). */
-  bindHost?: string;
-  bindPort?: number;
-  /** `host:port` others reach this member at; defaults to the bound address. */
-  advertise?: string;
-  /** Advertised addresses of members to join through at start (retried until one answers). */
-  seeds?: readonly string[];
-  translate?: AddressTranslator;
-  clock?: Clock;
-  transport?: MeshTransport;
-  /** Seed of this agent's choices (probe order, peers, jitter); random when absent. */
-  randomSeed?: number;
-  config?: Partial<MeshConfig>;
-  limits?: Partial<MeshLimits>;
-  logger?: Logger;
-}
-
-/** This member as the agent reports it. */
-export interface MeshSelf {
-  region: string;
-  member: string;
-  incarnation: number;
-  address: string;
-}
-
-/** A member as this member sees it. */
-export interface MeshMember {
-  region: string;
-  member: string;
-  address: string;
-  state: MemberState;
-  incarnation: number;
-  /** Phi accrual over its acks, from this member's point of view (0 for itself and before any ack). */
-  phi: number;
-  /** Milliseconds since this member last heard from it (0 for itself, -1: never). */
-  lastHeardMs: number;
-}
-
-/** A change of a member's state, incarnation or address. */
-export interface MemberChange {
-  member: MeshMember;
-  /** Its state before, or null when it was not known. */
-  previous: MemberState | null;
-}
+export type { AddressTranslator, MeshAgentOptions } from './options.ts';
+export type { MemberChange, MeshMember, MeshSelf } from './events.ts';
 
 type Phase = 'new' | 'starting' | 'running' | 'leaving' | 'stopped';
 
@@ -105,7 +51,6 @@ export class MeshAgent {
   private readonly clock: Clock;
   private readonly random: () => number;
   private readonly log: Logger;
-  private readonly translate: AddressTranslator;
   private readonly transport: MeshTransport;
   private readonly codec: MeshCodec;
   private readonly queue: BroadcastQueue;
@@ -114,29 +59,19 @@ export class MeshAgent {
   private readonly prober: Prober;
   private readonly store: StateStore;
   private readonly pushPull: PushPullRunner;
+  private readonly dial: Dialer;
+  private readonly datagrams: DatagramSender;
   private readonly seeds: readonly string[];
   private readonly counters: MeshStats = emptyStats();
-  private readonly memberListeners = new Set<(c: MemberChange) => void>();
-  private readonly stateListeners = new Set<(e: MeshStateEntry) => void>();
-  private readonly observers = new Set<MeshObserver>();
+  private readonly events: MeshEvents;
   private phase: Phase = 'new';
   private timers: TimerHandle[] = [];
   private joinTimer: TimerHandle | null = null;
+  private lastRevivalSyncMs = -Infinity;
 
   constructor(options: MeshAgentOptions) {
-    if (options === null || typeof options !== 'object') throw bad('options', 'expected an object');
-    if (typeof options.member !== 'string' || !isMemberId(options.member)) throw bad('member', `"${String(options.member)}" must match [A-Za-z0-9._:-]{1,64}`);
-    if (typeof options.region !== 'string' || !isRegion(options.region)) throw bad('region', `"${String(options.region)}" is not a site name ([a-z0-9-]{1,63})`);
-    const tags = options.tags ?? {};
-    const tagError = typeof tags === 'object' && tags !== null ? tagsProblem(tags) : 'expected an object';
-    if (tagError !== null) throw bad('tags', tagError);
-    if (options.advertise !== undefined && !isAddress(options.advertise)) throw bad('advertise', `"${options.advertise}" is not host:port`);
-    const seeds = options.seeds ?? [];
-    if (!Array.isArray(seeds)) throw bad('seeds', 'expected an array of host:port');
-    for (const s of seeds) if (typeof s !== 'string' || !isAddress(s)) throw bad('seeds', `"${String(s)}" is not host:port`);
-    if (options.translate !== undefined && typeof options.translate !== 'function') throw bad('translate', 'expected a function');
-    if (options.randomSeed !== undefined && !Number.isSafeInteger(options.randomSeed)) throw bad('randomSeed', 'expected an integer');
-    this.seeds = [...seeds];
+    const { tags, seeds } = checkOptions(options);
+    this.seeds = seeds;
     this.config = resolveConfig(options.config);
     this.limits = resolveLimits(options.limits);
     const keyring = new Keyring(options.keys, { insecureDevKey: options.insecureDevKey === true });
@@ -149,11 +84,17 @@ export class MeshAgent {
     });
     this.clock = options.clock ?? systemClock;
     this.random = seededRandom(options.randomSeed ?? randomInt(0, 2 ** 31));
-    this.translate = options.translate ?? ((advertised) => advertised);
     this.log = (options.logger ?? silentLogger).child({ component: 'mesh', member: options.member });
+    this.events = new MeshEvents(this.log);
     this.transport = options.transport ?? new NodeTransport({ host: options.bindHost ?? '127.0.0.1', port: options.bindPort ?? MESH_PORT_DEFAULT });
     this.queue = new BroadcastQueue({ retransmitMult: this.config.retransmitMult, queueMax: this.limits.broadcastQueueMax });
     this.awareness = new Awareness(this.config.lhmMax);
+    this.dial = makeDialer(options.translate ?? ((advertised) => advertised), this.log);
+    const sent = (bytes: number): void => {
+      this.counters.messagesSent++;
+      this.counters.bytesSent += bytes;
+    };
+    this.datagrams = new DatagramSender({ codec: this.codec, queue: this.queue, transport: this.transport, dial: this.dial, selfId: options.member, members: () => this.membership.knownCount, sent });
     const c = this.config;
     this.membership = new Membership({
       self: { id: options.member, region: options.region, address: options.advertise ?? '0.0.0.0:0', tags: { ...tags } },
@@ -163,9 +104,13 @@ export class MeshAgent {
       config: { suspicionMult: c.suspicionMult, suspicionMaxTimeoutMult: c.suspicionMaxTimeoutMult, probeIntervalMs: c.probeIntervalMs, lifeguard: c.lifeguard, deadRetainMs: c.deadRetainMs, membersMax: this.limits.membersMax },
       hooks: {
         broadcast: (name, update) => this.queue.enqueue(name, encodeUpdate(update)),
-        changed: (r, prev) => this.emitMember(r, prev?.state ?? null),
+        changed: (r, prev) => {
+          if (prev?.state === 'dead' && r.state === 'alive') this.syncAfterRevival(r);
+          this.emitMember(r, prev?.state ?? null);
+        },
         suspected: (r, from, source) => {
           if (source === 'probe') this.counters.suspicions++;
+          else this.prober.tellSuspect(r);
           this.log.debug({ suspect: r.id, from, source }, 'suspect');
           this.notify((o) => o.suspicion?.({ member: r.id, incarnation: r.incarnation, from, source }));
         },
@@ -337,30 +282,9 @@ export class MeshAgent {
 
   // --- the network ----------------------------------------------------------------------------
 
-  private dial(advertised: string, kind: 'udp' | 'tcp'): string | null {
-    try {
-      const to = this.translate(advertised, kind);
-      return typeof to === 'string' && isAddress(to) ? to : null;
-    } catch (err) {
-      this.log.warn({ err: (err as Error).message, advertised, kind }, 'address translation failed');
-      return null;
-    }
-  }
-
-  /** Sends `primary` to an advertised address, `prefix` updates first, then what fits from the queue. */
+  /** Sends `primary` to an advertised address while the agent runs (datagrams.ts). */
   private send(advertised: string, primary: Primary, prefix: readonly Buffer[] = []): void {
-    if (this.phase !== 'running' && this.phase !== 'leaving') return;
-    const to = this.dial(advertised, 'udp');
-    if (to === null) return;
-    const self = this.membership.self();
-    let room = this.codec.updateRoom(self.id, primary);
-    for (const p of prefix) room -= p.length;
-    const piggyback = room > 0 ? this.queue.take(room, this.membership.knownCount, UPDATES_PER_PACKET_MAX - prefix.length) : [];
-    if (primary.type === 'gossip' && prefix.length === 0 && piggyback.length === 0) return;
-    const bytes = this.codec.encodePacket(self.id, primary, prefix.length === 0 ? piggyback : [...prefix, ...piggyback]);
-    this.counters.messagesSent++;
-    this.counters.bytesSent += bytes.length;
-    this.transport.sendPacket(to, bytes);
+    if (this.phase === 'running' || this.phase === 'leaving') this.datagrams.send(advertised, primary, prefix);
   }
 
   private gossipTick(): void {
@@ -384,6 +308,9 @@ export class MeshAgent {
     const self = this.membership.self();
     if (sender === self.id) return this.drop('from-self', 'a datagram from this member id');
     this.membership.heard(sender);
+    // A member held dead is talking to us: a healed cut or a false death. Tell it now.
+    const known = this.membership.get(sender);
+    if (known?.state === 'dead') this.prober.reconnect(known);
     for (const u of updates) this.apply(u);
     switch (primary.type) {
       case 'ping':
@@ -441,6 +368,19 @@ export class MeshAgent {
     for (const e of remote.entries) this.mergeState(e);
   }
 
+  /**
+   * A member held dead is alive again: a healed partition or a false death, so both sides wrote
+   * state the other has not seen, and piggybacks spent during the cut will not repeat it. One
+   * push-pull with it, at most one such per reconnect interval (after a heal every member of
+   * one side revives the other side's members at once).
+   */
+  private syncAfterRevival(r: MemberRecord): void {
+    const now = this.clock.monotonicMs();
+    if (this.phase !== 'running' || now - this.lastRevivalSyncMs < this.config.reconnectIntervalMs) return;
+    this.lastRevivalSyncMs = now;
+    this.pushPull.exchange(r.address, false, () => {});
+  }
+
   private drop(reason: DropReason, detail: string): void {
     this.counters.drops[reason]++;
     this.notify((o) => o.drop?.({ reason, detail }));
@@ -449,53 +389,30 @@ export class MeshAgent {
   // --- events ---------------------------------------------------------------------------------
 
   private notify(fn: (o: MeshObserver) => void): void {
-    for (const o of this.observers) {
-      try {
-        fn(o);
-      } catch (err) {
-        this.log.warn({ err: (err as Error).message }, 'a mesh observer threw');
-      }
-    }
+    this.events.notify(fn);
   }
 
   private emitMember(r: MemberRecord, previous: MemberState | null): void {
-    if (this.memberListeners.size === 0) return;
-    const change: MemberChange = { member: this.view(r), previous };
-    for (const l of this.memberListeners) {
-      try {
-        l(change);
-      } catch (err) {
-        this.log.warn({ err: (err as Error).message }, 'a member listener threw');
-      }
-    }
+    if (this.events.wantsMembers) this.events.member({ member: this.view(r), previous });
   }
 
   private emitState(entry: MeshStateEntry): void {
-    for (const l of this.stateListeners) {
-      try {
-        l(entry);
-      } catch (err) {
-        this.log.warn({ err: (err as Error).message }, 'a state listener threw');
-      }
-    }
+    this.events.state(entry);
   }
 
   /** Calls `listener` on every change of a member; returns the unsubscribe. */
   onMemberChange(listener: (change: MemberChange) => void): () => void {
-    this.memberListeners.add(listener);
-    return () => void this.memberListeners.delete(listener);
+    return this.events.onMemberChange(listener);
   }
 
   /** Calls `listener` for every change of a state entry, local or learned; returns the unsubscribe. */
   onStateChange(listener: (entry: MeshStateEntry) => void): () => void {
-    this.stateListeners.add(listener);
-    return () => void this.stateListeners.delete(listener);
+    return this.events.onStateChange(listener);
   }
 
   /** Follows events (probe RTTs, suspicions, refutations, deaths, drops); returns the unsubscribe. */
   observe(observer: MeshObserver): () => void {
-    this.observers.add(observer);
-    return () => void this.observers.delete(observer);
+    return this.events.observe(observer);
   }
 
   // --- reading --------------------------------------------------------------------------------

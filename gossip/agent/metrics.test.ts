@@ -15,7 +15,8 @@ function value(text: string, series: string): number {
 
 describe('registerMeshMetrics', () => {
   it('reports the agent in the given registry', async () => {
-    const c = await SimCluster.create({ members: 4, seed: testSeed('mesh-metrics') });
+    // A long suspicion (10 × 500 ms), so a cut-off member stays suspect while its phi climbs.
+    const c = await SimCluster.create({ members: 4, seed: testSeed('mesh-metrics'), config: { suspicionMult: 10 } });
     const registry = new Registry();
     const stop = registerMeshMetrics(registry, c.agents[0]!);
     c.run(5_000);
@@ -35,9 +36,15 @@ describe('registerMeshMetrics', () => {
     expect(value(text, 'edgeq_mesh_probe_rtt_seconds_count')).toBeGreaterThan(0);
     // 25 ms each way on the simulated links: every RTT is at least 50 ms.
     expect(value(text, 'edgeq_mesh_probe_rtt_seconds_bucket{le="0.025"}')).toBe(0);
-    expect(text).toMatch(/^edgeq_mesh_member_phi\{member="m1",region="region-1"\} [0-9.]+$/m);
+    expect(text).toMatch(/^edgeq_mesh_member_phi\{member="m1",region="region-1"\} [0-9.e+-]+$/m);
     expect(text).not.toMatch(/edgeq_mesh_member_phi\{member="m3"/);
     expect(value(text, 'edgeq_mesh_health_score')).toBe(0);
+    expect(value(text, 'edgeq_mesh_members_phi_over_threshold')).toBe(0);
+    // Cut m1 off: while it is suspected its silence drives its phi past the threshold.
+    c.partition([1], [0, 2]);
+    expect(c.runUntil(() => c.agents[0]!.member('m1')!.phi >= 8, 10_000)).not.toBeNull();
+    expect(c.agents[0]!.member('m1')!.state).toBe('suspect');
+    expect(value(await registry.metrics(), 'edgeq_mesh_members_phi_over_threshold')).toBe(1);
     stop();
     await c.stop();
   });

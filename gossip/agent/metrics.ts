@@ -48,6 +48,14 @@ export function registerMeshMetrics(registry: Registry, agent: MeshAgent): () =>
     },
   });
   new Gauge({
+    name: 'edgeq_mesh_members_phi_over_threshold',
+    help: 'Alive and suspect members whose phi is at or above the phi threshold (8 by default): a warning line; SWIM decides suspicion.',
+    registers,
+    collect() {
+      this.set(agent.members().slice(1).filter((m) => (m.state === 'alive' || m.state === 'suspect') && m.phi >= agent.config.phiThreshold).length);
+    },
+  });
+  new Gauge({
     name: 'edgeq_mesh_health_score',
     help: "Lifeguard's local health score of this member (0 healthy; its probe timeouts are stretched by score + 1).",
     registers,

@@ -14,7 +14,9 @@
  *
  * Acks feed each member's phi accrual detector (phi-accrual.ts), which reports.
  *
- * Reconnection (beyond memberlist): members held dead are pinged now and then with a `dead`
+ * Beyond memberlist: a suspicion learned from another member is told to the suspect at once
+ * (tellSuspect), not at this member's next turn to probe it; and members held dead are pinged
+ * for reconnection now and then with a `dead`
  * notice riding along. A member that is in fact alive (a healed partition, a false death)
  * refutes in its ack, and the ack asks the agent for a push-pull with it, so a healed
  * partition converges without waiting for anyone's piggybacks.
@@ -73,6 +75,8 @@ export interface ProberOptions {
 export class Prober {
   private readonly acks: AckTracker;
   private readonly phis = new Map<string, PhiAccrual>();
+  /** When each member was last sent a suspicion or dead notice (bounded by membersMax, pruned). */
+  private readonly lastNoticeMs = new Map<string, number>();
   private seq: number;
   private probeTimer: TimerHandle | null = null;
   private reconnectTimer: TimerHandle | null = null;
@@ -245,9 +249,42 @@ export class Prober {
     const now = this.now;
     const m = this.o.membership;
     if (this.phis.size > this.c.membersMax) for (const id of [...this.phis.keys()]) if (!m.get(id)) this.phis.delete(id);
+    if (this.lastNoticeMs.size > this.c.membersMax) for (const id of [...this.lastNoticeMs.keys()]) if (!m.get(id)) this.lastNoticeMs.delete(id);
     const [target] = m.randomMembers(1, (r) => r.state === 'dead' && now - r.stateChangedMs < this.c.deadRetainMs);
-    if (!target) return;
-    const self = m.self();
+    if (target) this.reconnect(target);
+  }
+
+  /**
+   * Tells `target`, which this member just started suspecting on another member's word, of the
+   * suspicion at once: one ping with it riding along (Lifeguard's buddy system, sooner than this
+   * member's next turn to probe it, which is up to a round of n − 1 intervals away). The suspect
+   * refutes, or answers an old claim with its current alive, in its ack. Not a probe: a missing
+   * ack confirms nothing. At most once per probe interval per member (shared with reconnection).
+   */
+  tellSuspect(target: MemberRecord): void {
+    if (!this.probing || !this.c.lifeguard || target.state !== 'suspect') return;
+    const now = this.now;
+    const last = this.lastNoticeMs.get(target.id);
+    if (last !== undefined && now - last < this.c.probeIntervalMs) return;
+    this.lastNoticeMs.set(target.id, now);
+    const self = this.o.membership.self();
+    const notice = encodeUpdate({ kind: 'suspect', member: target.id, incarnation: target.incarnation, from: target.accuser ?? self.id });
+    this.o.sender.send(target.address, { type: 'ping', seq: this.nextSeq(), target: target.id, sourceAddr: self.address }, [notice]);
+  }
+
+  /**
+   * Pings `target`, held dead, with a `dead` notice riding along: if it is alive it refutes in
+   * its ack. Called by the reconnect timer, and by the agent when a member held dead is heard
+   * from (a healed cut: tell it at once rather than at the next tick). At most once per probe
+   * interval per member.
+   */
+  reconnect(target: MemberRecord): void {
+    if (!this.probing || target.state !== 'dead') return;
+    const now = this.now;
+    const last = this.lastNoticeMs.get(target.id);
+    if (last !== undefined && now - last < this.c.probeIntervalMs) return;
+    this.lastNoticeMs.set(target.id, now);
+    const self = this.o.membership.self();
     const seq = this.nextSeq();
     const ok = this.acks.register(seq, this.c.probeIntervalMs, { onAck: () => this.o.hooks.reconnected(target) });
     if (!ok) return;

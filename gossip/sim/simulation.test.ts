@@ -14,7 +14,7 @@ const ONE_WAY_MS = 25;
 /** Simulated time of the steady phase before the crash (false suspicions and deaths are counted over it). */
 const STEADY_MS = { 3: 60_000, 10: 60_000, 50: 30_000, 200: 15_000 } as Record<number, number>;
 /** Bound on waiting for each side of a partition to hold the other dead. */
-const SPLIT_MS_MAX = 60_000;
+const SPLIT_MS_MAX = 120_000;
 
 const rows: Record<string, unknown>[] = [];
 afterAll(() => {

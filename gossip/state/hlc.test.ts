@@ -26,6 +26,15 @@ describe('HybridClock', () => {
     expect(versionWallMs(b)).toBe(1_700_000_005_000);
   });
 
+  it('issues integer versions from a clock that reports fractions of a ms', () => {
+    const clock = new SettableClock();
+    // At this magnitude a tenth of a ms times 1000 rounds to an integer; half a microsecond does not.
+    clock.wall = 1_700_000_000_000.0005;
+    const v = new HybridClock(clock).tick();
+    expect(Number.isSafeInteger(v)).toBe(true);
+    expect(versionWallMs(v)).toBe(1_700_000_000_000);
+  });
+
   it('orders later writes after observed versions', () => {
     const clock = new SettableClock();
     const h = new HybridClock(clock);

@@ -29,7 +29,8 @@ export class HybridClock {
 
   /** A version for a local write, greater than every version issued or observed. */
   tick(): number {
-    this.last = Math.max(this.last + 1, this.clock.nowMs() * HLC_COUNTERS_PER_MS);
+    // Whole ms: a clock may report fractions (a simulated one does), and versions are integers.
+    this.last = Math.max(this.last + 1, Math.floor(this.clock.nowMs()) * HLC_COUNTERS_PER_MS);
     return this.last;
   }
 

@@ -83,7 +83,12 @@ describe('envelope and datagrams, byte by byte', () => {
     const p: PushPull = {
       join: true,
       response: false,
-      members: (['alive', 'suspect', 'dead', 'left'] as const).map((state, i) => ({ member: `m${i}`, region: 'r', incarnation: i, address: `h:${i + 1}`, tags: {}, state })),
+      members: [
+        { member: 'm0', region: 'r', incarnation: 0, address: 'h:1', tags: {}, state: 'alive' },
+        { member: 'm1', region: 'r', incarnation: 1, address: 'h:2', tags: { k: 'v' }, state: 'suspect', accuser: 'm0' },
+        { member: 'm2', region: 'r', incarnation: 2, address: 'h:3', tags: {}, state: 'dead', accuser: 'm3' },
+        { member: 'm3', region: 'r', incarnation: 3, address: 'h:4', tags: {}, state: 'left' },
+      ],
       entries,
     };
     const bytes = c.encodePushPull('m0', p);

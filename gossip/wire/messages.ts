@@ -19,7 +19,7 @@
  *   left    (4) = str8 member, u32 incarnation
  *   state   (5) = state-body
  *   state-body  = str8 key, uint53 version, str8 writer, u8 flags (bit 0 deleted, bit 1 JSON), bytes16 value
- *   member      = alive body, u8 state (1 alive, 2 suspect, 3 dead, 4 left)
+ *   member      = alive body, u8 state (1 alive, 2 suspect, 3 dead, 4 left), [str8 accuser: suspect and dead only]
  *
  * Sources go by their advertised address, never by where a datagram came from: in the dev
  * deployment every byte between regions passes a proxy, so a source address is the proxy's.
@@ -119,6 +119,11 @@ export interface MemberSnapshot {
   address: string;
   tags: Record<string, string>;
   state: MemberState;
+  /**
+   * Suspect and dead only: the member whose suspicion it was. A merged suspicion keeps its
+   * accuser, so it is never mistaken for an independent confirmation (see membership.ts).
+   */
+  accuser?: string;
 }
 
 /** The full state exchanged over TCP (anti-entropy and join). */
@@ -322,6 +327,7 @@ export function writePushPull(w: ByteWriter, p: PushPull): void {
   for (const m of p.members) {
     writeAliveBody(w, m);
     w.u8(STATE_CODES[m.state]);
+    if (m.state === 'suspect' || m.state === 'dead') w.str8(m.accuser ?? m.member);
   }
   w.u32(p.entries.length);
   for (const e of p.entries) writeStateBody(w, e);
@@ -340,7 +346,8 @@ export function readPushPull(r: ByteReader, limits: DecodeLimits): PushPull {
     if (state === undefined) throw new MalformedInput('bad member state');
     if (seen.has(body.member)) throw new MalformedInput('duplicate member');
     seen.add(body.member);
-    members.push({ ...body, state });
+    if (state === 'suspect' || state === 'dead') members.push({ ...body, state, accuser: memberId(r) });
+    else members.push({ ...body, state });
   }
   const entryCount = r.u32();
   if (entryCount > limits.stateEntriesMax) throw new MalformedInput('too many state entries');
@@ -357,5 +364,5 @@ export const ALIVE_UPDATE_BYTES_MAX = 1 + (1 + 64) + (1 + 63) + 4 + (1 + 128) + 
 export const STATE_UPDATE_OVERHEAD_BYTES = 1 + (1 + STATE_KEY_BYTES_MAX) + 8 + (1 + 64) + 1 + 2;
 /** The largest primary: a ping-req with the longest ids and addresses. */
 export const PRIMARY_BYTES_MAX = 4 + (1 + 64) + (1 + 128) + (1 + 128) + 1;
-/** A member in a push-pull: the largest alive body and a state byte. */
-export const MEMBER_SNAPSHOT_BYTES_MAX = ALIVE_UPDATE_BYTES_MAX - 1 + 1;
+/** A member in a push-pull: the largest alive body, a state byte and an accuser. */
+export const MEMBER_SNAPSHOT_BYTES_MAX = ALIVE_UPDATE_BYTES_MAX - 1 + 1 + (1 + 64);
