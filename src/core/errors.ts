@@ -67,6 +67,12 @@ export const ERROR_SPECS = {
   INVALID_DATA: { wire: 49, retriable: false, http: 400 },
   /** The request named a topic id the topic no longer has (it was deleted and created again). */
   UNKNOWN_TOPIC_ID: { wire: 50, retriable: true, http: 404 },
+  /** An applied batch straddles the partition's cursor for its origin (some of it is held, some not). */
+  ORIGIN_OVERLAP: { wire: 51, retriable: false, http: 409 },
+  /** A batch said it came from this very region: applying it would loop. */
+  ORIGIN_IS_SELF: { wire: 52, retriable: false, http: 400 },
+  /** acks=geo: durable in this region, not yet applied in as many other regions as asked within the timeout. */
+  GEO_TIMEOUT: { wire: 53, retriable: false, http: 504 },
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof ERROR_SPECS;
