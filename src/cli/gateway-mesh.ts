@@ -13,6 +13,7 @@
 import type { Registry } from 'prom-client';
 import { MeshAgent, registerMeshMetrics, type MeshKey } from '../../gossip/index.ts';
 import { GlobalCatalogue, MeshKeys, RegionPublisher, type RegionHealth, type RegionInfo } from '../../gossip/region/index.ts';
+import { ClusterCells, Exchange, exchangeLimits, registerExchangeMetrics, type ExchangeLimits } from '../../gossip/exchange/index.ts';
 import type { EdgeqClient } from '../client/index.ts';
 import { EdgeqError, type Logger } from '../core/index.ts';
 import type { GatewayMesh, MeshView } from '../gateway/index.ts';
@@ -30,6 +31,10 @@ export interface GatewayMeshOptions {
   /** This gateway's URL and the broker addresses other regions fetch from. */
   gatewayUrl: string;
   brokers: string[];
+  /** This region's brokers as the gateway reaches them (the exchange appends there). */
+  localBrokers: string[];
+  /** Bounds of the record exchange (`--geo-bandwidth`, …); the defaults otherwise. */
+  exchange?: Partial<ExchangeLimits>;
   client: EdgeqClient;
   registry: Registry;
   /** The gateway's cumulative ingress (its produce counters). */
@@ -124,6 +129,20 @@ export async function startGatewayMesh(o: GatewayMeshOptions): Promise<GatewayMe
   publisher.start();
   const catalogue = new GlobalCatalogue(agent, new AdminRegionCell(o.client.admin()), { logger: o.logger });
   catalogue.start();
+  const limits = exchangeLimits(o.exchange);
+  const regionInfo = (region: string): RegionInfo | undefined => agent.state().find((e) => e.key === MeshKeys.region(region) && !e.deleted)?.value as RegionInfo | undefined;
+  const cells = new ClusterCells({
+    region: o.region,
+    localBrokers: o.localBrokers,
+    brokersOf: (region) => regionInfo(region)?.brokers ?? [],
+    translate: (a) => o.translate(a, 'tcp'),
+    logger: o.logger,
+    requestTimeoutMs: limits.fetchTimeoutMs,
+    appendTimeoutMs: limits.appendTimeoutMs,
+  });
+  const exchange = new Exchange({ mesh: agent, cells, topics: () => catalogue.list().map((t) => ({ name: t.name, partitions: t.partitions })), limits, logger: o.logger });
+  registerExchangeMetrics(o.registry, exchange);
+  exchange.start();
 
   const mesh: GatewayMesh = {
     view(): MeshView {
@@ -144,8 +163,12 @@ export async function startGatewayMesh(o: GatewayMeshOptions): Promise<GatewayMe
           topics: catalogue.list().map((t) => ({ name: t.name, partitions: t.partitions, region: t.region, version: t.version })),
           conflicts: catalogue.conflicts(),
         },
+        replication: exchange.replication(),
+        exchange: { active: exchange.active, links: exchange.linkStatus(), gaps: exchange.gaps() },
       };
     },
+    otherRegions: () => exchange.otherRegions(),
+    waitGeo: (topic, partition, lastOffset, regions, timeoutMs) => exchange.waitApplied(topic, partition, lastOffset, regions, timeoutMs),
     isGlobal: (name) => catalogue.get(name) !== undefined,
     createGlobal: async (def) => {
       await catalogue.create(def);
@@ -156,6 +179,8 @@ export async function startGatewayMesh(o: GatewayMeshOptions): Promise<GatewayMe
     mesh,
     agent,
     close: async () => {
+      await exchange.stop();
+      await cells.close();
       await publisher.stop();
       await catalogue.stop();
       stopMetrics();

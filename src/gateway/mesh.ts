@@ -45,6 +45,42 @@ export interface MeshView {
   regions: MeshRegionView[];
   /** Global topics and what this region could not apply of them. */
   catalogue: { topics: { name: string; partitions: number; region: string; version: number }[]; conflicts: { topic: string; reason: string; atMs: number }[] };
+  /** Per (origin, global topic, partition): what this region has applied and how far behind it is. */
+  replication: ReplicationView[];
+  /** The exchange in this region: whether this gateway runs it, its links, the retention gaps it found. */
+  exchange: { active: boolean; links: LinkView[]; gaps: GapView[] };
+}
+
+export interface ReplicationView {
+  origin: string;
+  topic: string;
+  partition: number;
+  appliedOriginOffset: number;
+  lagRecords: number;
+  lagMs: number;
+  /** The region fetched from now (the origin, or a relay while its link is down). */
+  source: string | null;
+  stalled: boolean;
+  lastError: string | null;
+  appliedRecords: number;
+}
+
+export interface LinkView {
+  source: string;
+  healthy: boolean;
+  bytesTotal: number;
+  bytesPerSec: number;
+  recordsTotal: number;
+}
+
+export interface GapView {
+  origin: string;
+  topic: string;
+  partition: number;
+  firstMissingOriginOffset: number;
+  lastMissingOriginOffset: number;
+  records: number;
+  detectedAtMs: number;
 }
 
 /** A global topic's definition as the gateway hands it to the catalogue. */
@@ -64,6 +100,10 @@ export interface GatewayMesh {
   createGlobal(def: GlobalTopicRequest): Promise<void>;
   /** Deletes a global topic in every region. */
   deleteGlobal(name: string): Promise<void>;
+  /** The other regions of the mesh. */
+  otherRegions(): string[];
+  /** acks=geo: resolves once `regions` other regions applied this region's records up to `lastOffset`; GEO_TIMEOUT after `timeoutMs`. */
+  waitGeo(topic: string, partition: number, lastOffset: number, regions: number, timeoutMs: number): Promise<string[]>;
 }
 
 /** The refusal of a global topic by a gateway without a mesh agent. */

@@ -4,6 +4,7 @@
  * HTTP on 127.0.0.1, one without auth and one with API keys. Every request goes through `call`,
  * which checks the exchange against docs/openapi.yaml and fails the test on the first mismatch.
  */
+import { EdgeqError } from '../../src/core/index.ts';
 import { serve, type ServerType } from '@hono/node-server';
 import { expect } from 'vitest';
 import { createClient, type EdgeqClient } from '../../src/client/index.ts';
@@ -179,7 +180,24 @@ export class StubMesh implements GatewayMesh {
         },
       ],
       catalogue: { topics: [...this.globals].map((name) => ({ name, partitions: 1, region: 'us-east', version: 1 })), conflicts: [] },
+      replication: [{ origin: 'eu-west', topic: 'orders', partition: 0, appliedOriginOffset: 41, lagRecords: 3, lagMs: 62, source: 'eu-west', stalled: false, lastError: null, appliedRecords: 42 }],
+      exchange: {
+        active: true,
+        links: [{ source: 'eu-west', healthy: true, bytesTotal: 4096, bytesPerSec: 512, recordsTotal: 42 }],
+        gaps: [{ origin: 'eu-west', topic: 'orders', partition: 0, firstMissingOriginOffset: 0, lastMissingOriginOffset: 9, records: 10, detectedAtMs: Date.now() }],
+      },
     };
+  }
+
+  otherRegions(): string[] {
+    return ['eu-west'];
+  }
+
+  async waitGeo(topic: string, partition: number, lastOffset: number, regions: number, timeoutMs: number): Promise<string[]> {
+    // One other region, which never applies anything: acks=geo answers GEO_TIMEOUT (checked against the document).
+    void topic, partition, lastOffset, regions;
+    await new Promise((r) => setTimeout(r, Math.min(timeoutMs, 50)));
+    throw new EdgeqError('GEO_TIMEOUT', 'the records are durable in us-east and will still be exchanged, but 1 other region(s) had not applied them', { details: { appliedIn: [] } });
   }
 
   isGlobal(name: string): boolean {

@@ -11,6 +11,7 @@ import { EdgeqError } from '../../core/errors.ts';
 import { createLogger } from '../../core/logger.ts';
 import { Authenticator, createGatewayApp, resolveLimits, type GatewayMesh } from '../../gateway/index.ts';
 import { addressMapFrom, meshKeysFrom, startGatewayMesh, type GatewayMeshHandle } from '../gateway-mesh.ts';
+import { exchangeLimits, type ExchangeLimits } from '../../../gossip/exchange/index.ts';
 import { addBrokersOption, brokersOf } from './topics.ts';
 
 interface GatewayFlags {
@@ -30,6 +31,8 @@ interface GatewayFlags {
   meshAdvertise?: string;
   meshSeeds?: string;
   meshCluster?: string;
+  geoBandwidth?: string;
+  geoStallMs?: string;
   brokersAdvertise?: string;
 }
 
@@ -63,6 +66,8 @@ export function registerGatewayCommand(program: Command): void {
     .option('--mesh-advertise <host:port>', 'address other regions reach this agent at (default mesh host:port)')
     .option('--mesh-seeds <list>', 'host:port,… of agents to join (EDGEQ_MESH_SEEDS)')
     .option('--mesh-cluster <name>', 'name of the mesh; agents of another one are ignored (EDGEQ_MESH_CLUSTER, default edgeq)')
+    .option('--geo-bandwidth <bytes/s>', 'bandwidth the record exchange may use per link to another region, shared fairly by partitions (EDGEQ_GEO_BANDWIDTH; default 0: no limit)')
+    .option('--geo-stall-ms <n>', 'a replicator whose cursor has not moved for this long while its origin has is reported stalled and restarted (default 20000)')
     .option('--brokers-advertise <list>', 'host:port,… other regions fetch this region\'s records from (default the --brokers)')
     .action(async (flags: GatewayFlags, cmd: Command) => {
       const port = Number(flags.port ?? '8080');
@@ -101,6 +106,8 @@ export function registerGatewayCommand(program: Command): void {
         isGlobal: (name) => meshHandle?.mesh.isGlobal(name) ?? false,
         createGlobal: (def) => meshHandle!.mesh.createGlobal(def),
         deleteGlobal: (name) => meshHandle!.mesh.deleteGlobal(name),
+        otherRegions: () => meshHandle?.mesh.otherRegions() ?? [],
+        waitGeo: (...args) => meshHandle!.mesh.waitGeo(...args),
       };
       const app = createGatewayApp({ client, auth, limits, mesh });
       const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
@@ -178,5 +185,24 @@ function meshSettings(flags: GatewayFlags, host: string, brokers: string[]) {
     seeds,
     clusterName: flags.meshCluster ?? env.EDGEQ_MESH_CLUSTER ?? 'edgeq',
     brokers: flags.brokersAdvertise ? list(flags.brokersAdvertise) : brokers,
+    localBrokers: brokers,
+    exchange: exchangeFlags(flags, env),
   };
+}
+
+/** The exchange's bounds from the flags and environment, checked now (a bad one fails the start). */
+function exchangeFlags(flags: GatewayFlags, env: NodeJS.ProcessEnv): Partial<ExchangeLimits> {
+  const out: Partial<ExchangeLimits> = {};
+  const num = (raw: string | undefined, flag: string, min: number): number | undefined => {
+    if (raw === undefined || raw === '') return undefined;
+    const n = Number(raw);
+    if (!/^\d+$/.test(raw.trim()) || !Number.isSafeInteger(n) || n < min) throw new EdgeqError('INVALID_CONFIG', `${flag} must be an integer >= ${min}, got ${JSON.stringify(raw)}`, { details: { key: flag } });
+    return n;
+  };
+  const bw = num(flags.geoBandwidth ?? env.EDGEQ_GEO_BANDWIDTH, '--geo-bandwidth', 0);
+  if (bw !== undefined) out.linkBandwidthBytesPerSec = bw;
+  const stall = num(flags.geoStallMs, '--geo-stall-ms', 1000);
+  if (stall !== undefined) out.stallMs = stall;
+  exchangeLimits(out);
+  return out;
 }

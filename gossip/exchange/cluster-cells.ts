@@ -1,0 +1,129 @@
+/**
+ * `CellAccess` over real cells: the binary protocol to this region's brokers, and to other
+ * regions' brokers through this region's ends of the links (the address map). One `Cluster` per
+ * region, made again when the region's published broker list changes.
+ *
+ * Fetches go to the source's partition leader with the origin filter (`origin`,
+ * `after_origin_offset`, `scanned_to`); applies are Produce with acks=all of one batch to the local
+ * leader, whose origin guard skips what it holds. A stale-leader answer refreshes the metadata and
+ * is thrown, so the replicator's backoff retries it (and reads its cursor back from the new leader).
+ */
+import { createConnection } from 'node:net';
+import { Cluster, isStaleMetadataError, type SocketFactory } from '../../src/client/index.ts';
+import { EdgeqError, orAborted, type Logger } from '../../src/core/index.ts';
+import { errorOf } from '../../src/protocol/codec.ts';
+import { Acks } from '../../src/protocol/index.ts';
+import type { ApplyResult, CellAccess, OriginFetchRequest, OriginFetchResult } from './cell-access.ts';
+
+export interface ClusterCellsOptions {
+  /** This region's name and its brokers. */
+  region: string;
+  localBrokers: string[];
+  /** Another region's advertised broker addresses (from its mesh entry); empty when unknown. */
+  brokersOf(region: string): string[];
+  /** Advertised address → this region's end of the link (identity outside the dev deployment). */
+  translate(advertised: string, kind: 'tcp'): string;
+  logger: Logger;
+  /** Bound on one request beyond a fetch's own wait. */
+  requestTimeoutMs: number;
+  appendTimeoutMs: number;
+}
+
+/** Numeric wire value of a Produce's acks=all. */
+const ACKS_ALL = Acks.ALL;
+
+export class ClusterCells implements CellAccess {
+  private readonly remotes = new Map<string, { brokers: string; cluster: Cluster }>();
+  private readonly local: Cluster;
+
+  constructor(private readonly o: ClusterCellsOptions) {
+    this.local = new Cluster({ brokers: o.localBrokers, clientId: `edgeq-exchange-${o.region}`, logger: o.logger, requestTimeoutMs: o.appendTimeoutMs + o.requestTimeoutMs });
+  }
+
+  private remote(region: string): Cluster {
+    const brokers = this.o.brokersOf(region);
+    if (brokers.length === 0) throw new EdgeqError('BROKER_NOT_AVAILABLE', `no broker address of region ${region} is known yet`, { details: { region } });
+    const key = brokers.join(',');
+    const have = this.remotes.get(region);
+    if (have && have.brokers === key) return have.cluster;
+    if (have) void have.cluster.close();
+    // Every connection to another region, the metadata's addresses included, goes through the link.
+    const socketFactory: SocketFactory = (a) => {
+      const [host, port] = this.o.translate(`${a.host}:${a.port}`, 'tcp').split(':');
+      return createConnection({ host: host!, port: Number(port) });
+    };
+    const cluster = new Cluster({ brokers, clientId: `edgeq-exchange-${this.o.region}`, logger: this.o.logger, socketFactory, requestTimeoutMs: this.o.requestTimeoutMs, connectTimeoutMs: this.o.requestTimeoutMs });
+    this.remotes.set(region, { brokers: key, cluster });
+    return cluster;
+  }
+
+  async probe(region: string, signal: AbortSignal): Promise<void> {
+    const cluster = this.remote(region);
+    const r = await orAborted(cluster.refreshMetadata(), signal);
+    if (r === null && signal.aborted) throw new EdgeqError('REQUEST_TIMED_OUT', `region ${region} did not answer`, { details: { region } });
+  }
+
+  async fetch(region: string, req: OriginFetchRequest, signal: AbortSignal): Promise<OriginFetchResult> {
+    const cluster = region === this.o.region ? this.local : this.remote(region);
+    return this.originFetch(cluster, region, req, signal);
+  }
+
+  private async originFetch(cluster: Cluster, region: string, req: OriginFetchRequest, signal: AbortSignal): Promise<OriginFetchResult> {
+    const res = await this.withLeader(cluster, req.topic, req.partition, signal, (conn) =>
+      conn.request(
+        'Fetch',
+        {
+          maxWaitMs: req.maxWaitMs,
+          minBytes: 1,
+          maxBytes: req.maxBytes,
+          topics: [{ name: req.topic, partitions: [{ partition: req.partition, fetchOffset: req.scanFrom, maxBytes: req.maxBytes, origin: req.origin, afterOriginOffset: req.afterOriginOffset }] }],
+        },
+        { timeoutMs: req.maxWaitMs + this.o.requestTimeoutMs },
+      ),
+    );
+    const p = res.topics[0]?.partitions[0];
+    if (!p) throw new EdgeqError('UNKNOWN', `region ${region} answered a fetch without the partition`, { details: { region } });
+    const err = errorOf(p.error, { region, topic: req.topic, partition: req.partition, logStartOffset: p.logStartOffset });
+    if (err) {
+      if (isStaleMetadataError(err)) cluster.markStale(err);
+      throw err;
+    }
+    const records = Buffer.isBuffer(p.records) ? p.records : Buffer.from(p.records.buffer, p.records.byteOffset, p.records.byteLength);
+    return { records, scannedTo: Number(p.scannedTo), logStartOffset: Number(p.logStartOffset), originCursors: p.originCursors ?? {} };
+  }
+
+  async apply(topic: string, partition: number, batch: Buffer, signal: AbortSignal): Promise<ApplyResult> {
+    const res = await this.withLeader(this.local, topic, partition, signal, (conn) =>
+      conn.request('Produce', { acks: ACKS_ALL, timeoutMs: this.o.appendTimeoutMs, topics: [{ name: topic, partitions: [{ partition, records: batch }] }] }, { timeoutMs: this.o.appendTimeoutMs + this.o.requestTimeoutMs }),
+    );
+    const p = res.topics[0]?.partitions[0];
+    if (!p) throw new EdgeqError('UNKNOWN', 'the local leader answered a produce without the partition');
+    const err = errorOf(p.error, { topic, partition });
+    if (err) {
+      if (isStaleMetadataError(err)) this.local.markStale(err);
+      throw err;
+    }
+    return { duplicate: p.duplicate === true, baseOffset: Number(p.baseOffset) };
+  }
+
+  async localCursor(topic: string, partition: number, origin: string, signal: AbortSignal): Promise<number> {
+    // A fetch that skips everything (after = the largest offset) and waits for nothing: only the cursors come back.
+    const res = await this.originFetch(this.local, this.o.region, { topic, partition, origin, scanFrom: -1, afterOriginOffset: Number.MAX_SAFE_INTEGER, maxBytes: 1, maxWaitMs: 0 }, signal);
+    return res.originCursors[origin] ?? -1;
+  }
+
+  private async withLeader<T>(cluster: Cluster, topic: string, partition: number, signal: AbortSignal, fn: (conn: Awaited<ReturnType<Cluster['connectionTo']>>) => Promise<T>): Promise<T> {
+    await cluster.ensureFresh([topic]);
+    cluster.track([topic]);
+    const leader = cluster.leaderOf(topic, partition);
+    const conn = await cluster.connectionTo(leader.leaderId, { timeoutMs: this.o.requestTimeoutMs });
+    const r = await orAborted(fn(conn), signal);
+    if (r === null) throw new EdgeqError('CONNECTION_CLOSED', 'the exchange stopped this request', { retriable: false });
+    return r;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([this.local.close(), ...[...this.remotes.values()].map((r) => r.cluster.close())]);
+    this.remotes.clear();
+  }
+}
