@@ -67,6 +67,13 @@ export const ERROR_SPECS = {
   INVALID_DATA: { wire: 49, retriable: false, http: 400 },
   /** The request named a topic id the topic no longer has (it was deleted and created again). */
   UNKNOWN_TOPIC_ID: { wire: 50, retriable: true, http: 404 },
+  /**
+   * An origin-tagged batch (a global topic's record applied from another region) overlaps the
+   * records of that origin already held: part of it is at or below the origin's cursor.
+   */
+  ORIGIN_OVERLAP: { wire: 51, retriable: false, http: 409 },
+  /** An origin-tagged batch names this broker's own region as its origin: a replication loop. */
+  ORIGIN_IS_SELF: { wire: 52, retriable: false, http: 400 },
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof ERROR_SPECS;
