@@ -198,6 +198,27 @@ export async function decodeBatches(buf: Buffer, fromOffset = 0): Promise<LogRec
   return out;
 }
 
+/** A decoded record with where it came from: its batch's origin, or null and -1 for a batch written here. */
+export interface OriginLogRecord extends LogRecord {
+  originRegion: string | null;
+  /** The batch's origin offset + the record's offset delta; -1 without an origin. */
+  originOffset: number;
+}
+
+/** `decodeBatches` with each record's origin region and origin offset. */
+export async function decodeBatchesWithOrigin(buf: Buffer, fromOffset = 0): Promise<OriginLogRecord[]> {
+  const out: OriginLogRecord[] = [];
+  for (const b of splitBatches(buf)) {
+    const { header, records } = await decodeBatch(b);
+    for (const r of records) {
+      if (r.offset < fromOffset) continue;
+      const originOffset = header.originRegion === null ? -1 : header.originOffset + (r.offset - header.baseOffset);
+      out.push({ ...r, originRegion: header.originRegion, originOffset });
+    }
+  }
+  return out;
+}
+
 /** Producer identity stamped into a batch: -1 everywhere for a producer without idempotence. */
 export interface ProducerStamp {
   producerId: number;

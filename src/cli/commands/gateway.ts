@@ -102,7 +102,9 @@ export function registerGatewayCommand(program: Command): void {
         createGlobal: (def) => meshHandle!.mesh.createGlobal(def),
         deleteGlobal: (name) => meshHandle!.mesh.deleteGlobal(name),
       };
-      const app = createGatewayApp({ client, auth, limits, mesh });
+      // Records of global topics written here are shown with this region as their origin.
+      const region = meshFlags?.region ?? flags.region ?? process.env.EDGEQ_REGION ?? 'local';
+      const app = createGatewayApp({ client, auth, limits, mesh, region });
       const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
         const s = serve({ fetch: app.fetch, hostname: host, port }, (info) => {
           resolve(s);
