@@ -23,7 +23,7 @@ afterEach(async () => {
 });
 
 async function start(options: Partial<BrokerOptions> = {}): Promise<{ b: Broker; c: RawClient }> {
-  const b = await Broker.start({ dataDir: await tempDir(), port: 0, region: REGION, ...options });
+  const b = await Broker.start({ port: 0, region: REGION, ...options, dataDir: options.dataDir ?? (await tempDir()) });
   brokers.push(b);
   const c = await RawClient.connect(b.port);
   clients.push(c);
@@ -97,6 +97,23 @@ describe('produce of origin-tagged batches', () => {
     expect([h.baseOffset, h.originRegion, h.originOffset]).toEqual([1, 'us-east', 500]);
     // Only the base offset and the leader epoch (outside the CRC) differ from what was sent.
     expect(stored[1]!.subarray(21).equals(sent.subarray(21))).toBe(true);
+  });
+});
+
+describe('origin cursors across a broker restart', () => {
+  it('are rebuilt from the log at open: a re-send after the restart is still a duplicate', async () => {
+    const dataDir = await tempDir();
+    const first = await start({ dataDir });
+    await createTopic(first.c, 'geo');
+    await produce(first.c, 'geo', await applied('us-east', 7, 'a', 'b'));
+    await produce(first.c, 'geo', await own('mine'));
+    first.c.close();
+    await brokers.splice(0)[0]!.close();
+    const { c } = await start({ dataDir });
+    const again = await produce(c, 'geo', await applied('us-east', 7, 'a', 'b'));
+    expect(again.duplicate).toBe(true);
+    expect(Number(again.baseOffset)).toBe(0);
+    expect((await fetch(c, 'geo', { fetchOffset: 0, maxBytes: 1 })).originCursors).toEqual({ 'us-east': 8, [REGION]: 2 });
   });
 });
 

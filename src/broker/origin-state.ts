@@ -146,13 +146,13 @@ export class OriginState implements AppendGuard {
   }
 
   /** Stages a batch that is being written at `placement.baseOffset` (no checks). */
-  record(h: BatchHeader, placement: { baseOffset: number }): void {
+  record(h: BatchHeader, placement: { baseOffset: number }, appendMs = this.clock.nowMs()): void {
     if (h.originRegion === null) return;
     this.staged.push({
       origin: h.originRegion,
       entry: { originBase: h.originOffset, originLast: h.originOffset + h.lastOffsetDelta, localBase: placement.baseOffset },
       localLast: placement.baseOffset + h.lastOffsetDelta,
-      appendMs: this.clock.nowMs(),
+      appendMs,
     });
   }
 
@@ -168,11 +168,14 @@ export class OriginState implements AppendGuard {
   /**
    * Rebuilds the state from `log`'s batch headers, from its start, and remembers the log to read
    * its start offset from (`locate` and the pruning after retention). Returns the batches scanned.
+   * `scan: false` only attaches the log and starts empty: for a local topic, whose leaders refuse
+   * origin-tagged batches, so its log holds none and reading all of it at open would be waste.
    */
-  async rebuild(log: PartitionLog): Promise<number> {
+  async rebuild(log: PartitionLog, options: { scan?: boolean } = {}): Promise<number> {
     this.committed.clear();
     this.staged = [];
     this.logStart = () => log.logStartOffset;
+    if (options.scan === false) return 0;
     let from = log.logStartOffset;
     let scanned = 0;
     while (from < log.logEndOffset) {
@@ -183,8 +186,9 @@ export class OriginState implements AppendGuard {
         if (h.baseOffset + h.lastOffsetDelta < from) continue;
         scanned++;
         if (h.originRegion === null) continue;
-        this.record(h, { baseOffset: h.baseOffset });
-        this.staged[this.staged.length - 1]!.appendMs = h.maxTimestamp;
+        // The write time is not stored; the batch's newest timestamp stands in for it (as in
+        // producer-state.ts), used only by duplicate answers.
+        this.record(h, { baseOffset: h.baseOffset }, h.maxTimestamp);
         this.commit();
       }
       from = r.nextOffset;

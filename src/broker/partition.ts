@@ -597,7 +597,7 @@ export class Partition {
       this.hw = Math.min(this.hw, this.log.logEndOffset);
       // The producer and origin states saw the dropped batches: rebuild them from what is left.
       await this.producers.rebuild(this.log, this.storage);
-      await this.origins.rebuild(this.log);
+      await this.origins.rebuild(this.log, { scan: this.settings.scope === 'global' });
     });
   }
 
@@ -609,7 +609,7 @@ export class Partition {
       await this.epochs.save();
       this.hw = offset;
       await this.producers.rebuild(this.log, this.storage);
-      await this.origins.rebuild(this.log);
+      await this.origins.rebuild(this.log, { scan: this.settings.scope === 'global' });
     });
   }
 

@@ -341,7 +341,7 @@ export class TopicManager {
     const scanned = await producers.rebuild(log, this.deps.storage);
     if (scanned > 0) this.logger.debug({ topic: rec.name, partition: index, scanned }, 'producer state rebuilt from the log');
     const origins = new OriginState({ clock: this.clock });
-    await origins.rebuild(log);
+    await origins.rebuild(log, { scan: settings.scope === 'global' });
     const epochs = new LeaderEpochCache(this.deps.storage, dir);
     await epochs.rebuild(log);
     const recovering = rec.assignments ? await this.recoveryMarkOf(dir, log.recovery, rec.name, index) : null;
