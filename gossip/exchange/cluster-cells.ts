@@ -29,6 +29,9 @@ export interface ClusterCellsOptions {
   appendTimeoutMs: number;
 }
 
+/** The Fetch version that has the origin filter. */
+const FETCH_ORIGIN_VERSION = 2;
+
 /** Numeric wire value of a Produce's acks=all. */
 const ACKS_ALL = Acks.ALL;
 
@@ -69,8 +72,12 @@ export class ClusterCells implements CellAccess {
   }
 
   private async originFetch(cluster: Cluster, region: string, req: OriginFetchRequest, signal: AbortSignal): Promise<OriginFetchResult> {
-    const res = await this.withLeader(cluster, req.topic, req.partition, signal, (conn) =>
-      conn.request(
+    const res = await this.withLeader(cluster, req.topic, req.partition, signal, (conn) => {
+      // Fetch v1 ignores the origin filter and would hand back every batch as the origin's.
+      if ((conn.versionOf('Fetch') ?? 0) < FETCH_ORIGIN_VERSION) {
+        throw new EdgeqError('UNSUPPORTED_VERSION', `region ${region}'s broker does not speak Fetch v${FETCH_ORIGIN_VERSION} (the origin filter)`, { details: { region } });
+      }
+      return conn.request(
         'Fetch',
         {
           maxWaitMs: req.maxWaitMs,
@@ -79,8 +86,8 @@ export class ClusterCells implements CellAccess {
           topics: [{ name: req.topic, partitions: [{ partition: req.partition, fetchOffset: req.scanFrom, maxBytes: req.maxBytes, origin: req.origin, afterOriginOffset: req.afterOriginOffset }] }],
         },
         { timeoutMs: req.maxWaitMs + this.o.requestTimeoutMs },
-      ),
-    );
+      );
+    });
     const p = res.topics[0]?.partitions[0];
     if (!p) throw new EdgeqError('UNKNOWN', `region ${region} answered a fetch without the partition`, { details: { region } });
     const err = errorOf(p.error, { region, topic: req.topic, partition: req.partition, logStartOffset: p.logStartOffset });

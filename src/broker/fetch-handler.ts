@@ -2,9 +2,13 @@
  * Fetch with long polling: answer at once when `minBytes` are ready, otherwise wait for appends to
  * any of the requested partitions (not a timer loop) until enough bytes arrived or `maxWaitMs`
  * passed. Bytes are the stored batches, sent as they are on disk.
+ *
+ * A consumer fetch of a global topic may name an origin region (origin-fetch.ts): it then gets
+ * only that origin's batches, from a scan bounded by its byte limit, and where the scan stopped.
  */
 import { EdgeqError, isEdgeqError, systemClock, type Clock } from '../core/index.ts';
 import { OFFSET_RECORD_COUNT, batchSizeAt } from '../log/index.ts';
+import { originCursorsOf, readOrigin, resolveOriginStart } from './origin-fetch.ts';
 import type { BrokerMetrics } from '../metrics/index.ts';
 import { wireError, type FetchPartitionResult, type FetchRequest, type FetchResponse } from '../protocol/index.ts';
 import type { Partition } from './partition.ts';
@@ -29,6 +33,10 @@ interface Slot {
   offset: number;
   maxBytes: number;
   epoch: number | null | undefined;
+  /** The origin filter (global topics, consumers): only this region's batches. */
+  origin: string | null;
+  /** With `origin`: batches whose origin offsets are all at or below this are skipped. */
+  afterOriginOffset: number;
   /** Set when a follower's fetch failed the leader's checks: answered as this error, not read. */
   refused?: FetchPartitionResult['error'];
 }
@@ -36,9 +44,18 @@ interface Slot {
 /** Handles one Fetch request; `onClose` tells when the connection goes away (stop waiting). */
 export async function handleFetch(
   req: FetchRequest,
-  deps: { topics: TopicManager; limits: FetchLimits; clock?: Clock; onClose?: (listener: () => void) => () => void; metrics?: BrokerMetrics },
+  deps: {
+    topics: TopicManager;
+    limits: FetchLimits;
+    clock?: Clock;
+    onClose?: (listener: () => void) => () => void;
+    metrics?: BrokerMetrics;
+    /** This broker's region: the origin of its own writes in a global topic. */
+    region?: string;
+  },
 ): Promise<FetchResponse> {
   const clock = deps.clock ?? systemClock;
+  const region = deps.region ?? 'local';
   const slots: Slot[] = [];
   for (const t of req.topics) {
     for (const fp of t.partitions) {
@@ -51,7 +68,17 @@ export async function handleFetch(
         partition = null;
         if (isEdgeqError(err, 'UNKNOWN_TOPIC_ID')) refused = wireError(err);
       }
-      slots.push({ topic: t.name, partitionIndex: fp.partition, partition, offset: fp.fetchOffset, maxBytes: fp.maxBytes, epoch: fp.currentLeaderEpoch, ...(refused ? { refused } : {}) });
+      slots.push({
+        topic: t.name,
+        partitionIndex: fp.partition,
+        partition,
+        offset: fp.fetchOffset,
+        maxBytes: fp.maxBytes,
+        epoch: fp.currentLeaderEpoch,
+        origin: fp.origin ?? null,
+        afterOriginOffset: fp.afterOriginOffset ?? -1,
+        ...(refused ? { refused } : {}),
+      });
     }
   }
   if (slots.length > deps.limits.fetchPartitionsMax) {
@@ -77,19 +104,27 @@ export async function handleFetch(
     }
   }
   for (;;) {
-    const results = await readAll(slots, maxBytes, replicaId >= 0);
+    const results = await readAll(slots, maxBytes, replicaId >= 0, region);
     const bytes = results.reduce((n, r) => n + r.records.length, 0);
     const anyError = results.some((r) => r.error);
     const remaining = deadline - clock.monotonicMs();
-    if (bytes >= Math.max(1, minBytes) || anyError || remaining <= 0 || minBytes === 0) {
+    // An origin scan that found nothing but stopped below the HW (its byte bound) answers now,
+    // so the caller continues from scanned_to instead of waiting on a log of other origins.
+    const moreToScan = slots.some((s, i) => s.origin !== null && !results[i]!.error && results[i]!.records.length === 0 && (results[i]!.scannedTo ?? -1) < results[i]!.highWatermark);
+    if (bytes >= Math.max(1, minBytes) || anyError || remaining <= 0 || minBytes === 0 || moreToScan) {
       return answer(slots, results, replicaId >= 0, deps.metrics);
     }
+    // An origin slot that scanned to the HW without a match continues from there when woken: the
+    // batches it passed are not read again.
+    slots.forEach((s, i) => {
+      if (s.origin !== null && (results[i]!.scannedTo ?? -1) >= 0) s.offset = results[i]!.scannedTo!;
+    });
     const woke = await waitForAppend(slots, remaining, clock, deps.onClose);
-    if (!woke) return answer(slots, await readAll(slots, maxBytes, replicaId >= 0), replicaId >= 0, deps.metrics);
+    if (!woke) return answer(slots, await readAll(slots, maxBytes, replicaId >= 0, region), replicaId >= 0, deps.metrics);
   }
 }
 
-async function readAll(slots: Slot[], maxBytesTotal: number, replica: boolean): Promise<FetchPartitionResult[]> {
+async function readAll(slots: Slot[], maxBytesTotal: number, replica: boolean, region: string): Promise<FetchPartitionResult[]> {
   let budget = maxBytesTotal;
   const out: FetchPartitionResult[] = [];
   for (const s of slots) {
@@ -100,6 +135,7 @@ async function readAll(slots: Slot[], maxBytesTotal: number, replica: boolean): 
       logEndOffset: -1,
       records: Buffer.alloc(0),
       leaderEpoch: -1,
+      scannedTo: -1,
     };
     try {
       if (!s.partition && s.refused) {
@@ -117,6 +153,7 @@ async function readAll(slots: Slot[], maxBytesTotal: number, replica: boolean): 
       r.logStartOffset = p.logStartOffset;
       r.logEndOffset = p.logEndOffset;
       r.leaderEpoch = p.leaderEpoch;
+      if (p.settings.scope === 'global') r.originCursors = originCursorsOf(p, region);
       if (s.refused) {
         // The marks still go with the refusal: a follower behind the log start resets by them.
         r.error = s.refused;
@@ -126,11 +163,25 @@ async function readAll(slots: Slot[], maxBytesTotal: number, replica: boolean): 
       if (!Number.isSafeInteger(s.offset) || s.maxBytes < 1) {
         throw new EdgeqError('INVALID_REQUEST', `bad fetch position offset=${s.offset} maxBytes=${s.maxBytes}`);
       }
+      if (s.origin !== null && replica) {
+        throw new EdgeqError('INVALID_REQUEST', `${s.topic}-${s.partitionIndex}: a replica fetch copies the whole log and takes no origin filter`);
+      }
       // Once the budget is spent, later partitions answer empty (but still with their marks).
       if (budget > 0 || out.every((o) => o.records.length === 0)) {
-        const read = await p.read(s.offset, Math.max(1, Math.min(s.maxBytes, budget)), { leaderEpoch: s.epoch, replica });
-        r.records = read.bytes;
-        budget -= read.bytes.length;
+        const bound = Math.max(1, Math.min(s.maxBytes, budget));
+        if (s.origin !== null) {
+          const start = resolveOriginStart(p, { topic: s.topic, offset: s.offset, origin: s.origin, afterOriginOffset: s.afterOriginOffset }, region);
+          const read = await readOrigin(p, { offset: start, maxBytes: bound, leaderEpoch: s.epoch, origin: s.origin, afterOriginOffset: s.afterOriginOffset }, region);
+          r.records = read.records;
+          r.scannedTo = read.scannedTo;
+          // The scan, matching or not, is what the bound is about.
+          budget -= read.scannedBytes;
+        } else {
+          const read = await p.read(s.offset, bound, { leaderEpoch: s.epoch, replica });
+          r.records = read.bytes;
+          r.scannedTo = read.nextOffset;
+          budget -= read.bytes.length;
+        }
       }
     } catch (err) {
       r.error = wireError(err);

@@ -110,12 +110,12 @@ export function createHandlers(d: HandlerDeps): Handlers {
           throw new EdgeqError('INVALID_TOPIC', `topic ${t.name} is internal: only the broker writes it`, { details: { topic: t.name } });
         }
       }
-      const res = await handleProduce(req, { topics: d.topics, limits: d.produceLimits, clock: d.clock, metrics: d.metrics });
+      const res = await handleProduce(req, { topics: d.topics, limits: d.produceLimits, clock: d.clock, metrics: d.metrics, region: d.self.region });
       // acks=0: the producer asked for no answer (errors are only logged by the router).
       return req.acks === Acks.NONE ? null : res;
     },
 
-    Fetch: async (req, ctx) => handleFetch(req, { topics: d.topics, limits: d.fetchLimits, clock: d.clock, onClose: ctx.onClose, metrics: d.metrics }),
+    Fetch: async (req, ctx) => handleFetch(req, { topics: d.topics, limits: d.fetchLimits, clock: d.clock, onClose: ctx.onClose, metrics: d.metrics, region: d.self.region }),
 
     ListOffsets: async (req) => ({
       topics: await Promise.all(

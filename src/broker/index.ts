@@ -6,6 +6,7 @@ export { Broker, type BrokerOptions } from './broker.ts';
 export { TopicManager, TOPIC_LIMITS_DEFAULT, type TopicLimits, type TopicView, type CreateTopicInput } from './topic-manager.ts';
 export { Partition } from './partition.ts';
 export { ProducerState, PRODUCER_RECENT_BATCHES_MAX } from './producer-state.ts';
+export { OriginState, composeGuards, ORIGIN_INDEX_ENTRIES_MAX, ORIGIN_REGIONS_MAX } from './origin-state.ts';
 export { ProducerIds, FileProducerIdStore, PRODUCER_ID_BLOCK_SIZE, PRODUCER_EPOCH_MAX, type ProducerIdStore } from './producer-ids.ts';
 export { parseTopicConfig, describeTopicConfig, defaultMinInsyncReplicas, TOPIC_CONFIG_KEYS, TOPIC_SCOPES, type TopicScope, type TopicSettings } from './topic-config.ts';
 export {

@@ -1,11 +1,13 @@
 // Proves the replica rules of one partition deterministically, on a fake clock and in-memory
 // storage: the high watermark after a restart, the ISR join rule, which follower fetches count,
-// role changes in the middle of follower work, and acks=all answers that wait for replication.
+// role changes in the middle of follower work, acks=all answers that wait for replication, and
+// the origin cursor of a global topic carried through follower copies, truncation and a takeover.
 import { describe, expect, it } from 'vitest';
 import { FakeClock, isEdgeqError } from '../core/index.ts';
 import { buildBatch, MemoryStorage, PartitionLog, readBatchHeader, splitBatches } from '../log/index.ts';
 import { LeaderEpochCache } from './leader-epoch-cache.ts';
 import { Partition, type PartitionHooks } from './partition.ts';
+import { OriginState } from './origin-state.ts';
 import { ProducerState } from './producer-state.ts';
 import { parseTopicConfig } from './topic-config.ts';
 
@@ -20,13 +22,15 @@ interface Rig {
 }
 
 /** A replica of a 3-replica partition on broker 1, as a cell opens it (a follower of nobody yet). */
-async function openReplica(o: { storage?: MemoryStorage; clock?: FakeClock; highWatermark?: number; minIsr?: number; grantIsr?: boolean } = {}): Promise<Rig> {
+async function openReplica(o: { storage?: MemoryStorage; clock?: FakeClock; highWatermark?: number; minIsr?: number; grantIsr?: boolean; global?: boolean } = {}): Promise<Rig> {
   const storage = o.storage ?? new MemoryStorage();
   const clock = o.clock ?? new FakeClock();
   const dir = '/data/t.abc/0';
   const log = await PartitionLog.open(dir, { flushPolicy: 'interval', flushIntervalMs: 1_000_000 }, { storage, clock });
   const producers = new ProducerState({ clock });
   await producers.rebuild(log, storage);
+  const origins = new OriginState({ clock });
+  await origins.rebuild(log);
   const epochs = new LeaderEpochCache(storage, dir);
   await epochs.rebuild(log);
   const p = new Partition({
@@ -34,9 +38,10 @@ async function openReplica(o: { storage?: MemoryStorage; clock?: FakeClock; high
     index: 0,
     log,
     producers,
+    origins,
     epochs,
     leaderEpoch: 1,
-    settings: parseTopicConfig({ 'min.insync.replicas': String(o.minIsr ?? 2) }, {}),
+    settings: parseTopicConfig({ 'min.insync.replicas': String(o.minIsr ?? 2), ...(o.global ? { scope: 'global' } : {}) }, {}),
     brokerId: ME,
     storage,
     clock,
@@ -273,5 +278,50 @@ describe('Partition: role changes during follower work', () => {
     await expect(rig.p.appendAsFollower(Buffer.concat([good, bad]), 4)).rejects.toThrow();
     expect(rig.p.logEndOffset).toBe(2);
     expect(rig.p.epochs.list()).toEqual([{ epoch: 4, startOffset: 0 }]); // not epoch 5 of the refused batch
+  });
+});
+
+describe('Partition: the origin cursor of a global topic', () => {
+  const applied = (offset: number, n: number, o: { epoch?: number; baseOffset?: number } = {}) =>
+    buildBatch(Array.from({ length: n }, (_, i) => ({ value: `e${offset + i}` })), {
+      nowMs: 1_700_000_000_000,
+      origin: { region: 'us-east', offset },
+      ...(o.epoch !== undefined ? { leaderEpoch: o.epoch } : {}),
+      ...(o.baseOffset !== undefined ? { baseOffset: o.baseOffset } : {}),
+    });
+
+  it('follows the leader, rolls back with a truncation, and after a takeover answers a held batch as a duplicate once the followers hold it', async () => {
+    const rig = await openReplica({ global: true });
+    rig.p.becomeFollower(2, 1, [1, 2, 3], [1, 2, 3]);
+    const copies = Buffer.concat([await applied(0, 2, { epoch: 1, baseOffset: 0 }), await applied(2, 2, { epoch: 1, baseOffset: 2 })]);
+    expect(await rig.p.appendAsFollower(copies, 0)).toBe(true);
+    expect(rig.p.origins.cursors()).toEqual({ 'us-east': 3 });
+    // The leader's log ends at 2: the second batch was a divergent tail.
+    expect(await rig.p.truncateTo(2)).toBe(true);
+    expect(rig.p.origins.cursors()).toEqual({ 'us-east': 1 });
+
+    rig.p.becomeLeader(2, [1, 2, 3], [1, 2, 3]);
+    let answered = false;
+    const dup = rig.p.produce(await applied(0, 2), { acks: 'all', timeoutMs: 60_000, region: 'eu-west' }).then((r) => {
+      answered = true;
+      return r;
+    });
+    await settle();
+    expect(answered).toBe(false); // the HW is still below the held batch
+    rig.p.recordFollowerFetch(2, 2, 2);
+    await settle();
+    expect(answered).toBe(false);
+    rig.p.recordFollowerFetch(3, 2, 2);
+    const r = await dup;
+    expect(r).toMatchObject({ baseOffset: 0, lastOffset: 1, duplicate: true });
+    // The batch the truncation dropped is no longer held: written again.
+    const again = await rig.p.produce(await applied(2, 2), { acks: 'leader', region: 'eu-west' });
+    expect(again.duplicate).toBeUndefined();
+    expect(again.baseOffset).toBe(2);
+    expect(rig.p.origins.cursors()).toEqual({ 'us-east': 3 });
+    // This region's own records coming back are a loop.
+    const self = buildBatch([{ value: 'x' }], { origin: { region: 'eu-west', offset: 9 } });
+    await expect(rig.p.produce(await self, { acks: 'leader', region: 'eu-west' })).rejects.toMatchObject({ code: 'ORIGIN_IS_SELF' });
+    expect(rig.p.logEndOffset).toBe(4);
   });
 });

@@ -30,6 +30,7 @@ import {
 import { FollowerProgress } from './follower-progress.ts';
 import { LeaderEpochCache } from './leader-epoch-cache.ts';
 import { clearRecoveryMark, type RecoveryMark } from './recovery-mark.ts';
+import { composeGuards, OriginState } from './origin-state.ts';
 import { ProducerState } from './producer-state.ts';
 import type { TopicSettings } from './topic-config.ts';
 
@@ -43,6 +44,8 @@ export interface PartitionProduceOptions {
   acks?: 'all' | 'leader';
   /** Bound on the wait for the ISR under acks=all. */
   timeoutMs?: number;
+  /** This broker's region: an origin-tagged batch naming it is a loop (ORIGIN_IS_SELF). */
+  region?: string;
 }
 
 /** What the partition asks of the cell around it. */
@@ -92,6 +95,8 @@ export class Partition {
   readonly index: number;
   readonly log: PartitionLog;
   readonly producers: ProducerState;
+  /** Per-origin cursors of records applied from other regions (global topics). */
+  readonly origins: OriginState;
   readonly epochs: LeaderEpochCache;
   readonly brokerId: number;
   leaderEpoch: number;
@@ -104,6 +109,8 @@ export class Partition {
     index: number;
     log: PartitionLog;
     producers: ProducerState;
+    /** Rebuilt from `log` by the caller; absent: an empty one (a log without origin batches). */
+    origins?: OriginState;
     epochs: LeaderEpochCache;
     leaderEpoch: number;
     settings: TopicSettings;
@@ -127,6 +134,7 @@ export class Partition {
     this.index = o.index;
     this.log = o.log;
     this.producers = o.producers;
+    this.origins = o.origins ?? new OriginState(o.clock ? { clock: o.clock } : {});
     this.epochs = o.epochs;
     this.leaderEpoch = o.leaderEpoch;
     this.settings = o.settings;
@@ -140,7 +148,7 @@ export class Partition {
     this.isr = [brokerId];
     this.replicas = [brokerId];
     this.hw = Math.min(Math.max(o.highWatermark ?? log.logStartOffset, log.logStartOffset), log.logEndOffset);
-    log.setAppendGuard(producers);
+    log.setAppendGuard(composeGuards(this.origins, producers));
     log.onAppend(() => this.onLocalAppend());
     if (o.cellReplicas) {
       this.role = 'follower';
@@ -366,6 +374,7 @@ export class Partition {
         details: { topic: this.topic, codec: codec ?? header.codec, allowed: this.settings.compressionAllowed },
       });
     }
+    if (header.originRegion !== null) this.checkOrigin(header.originRegion, options.region);
     const all = options.acks !== 'leader';
     if (all) this.checkMinIsr('before the append');
     if (this.leaderReady) {
@@ -377,6 +386,23 @@ export class Partition {
     if (!all) return result;
     await this.waitForHw(result.lastOffset + 1, options.timeoutMs ?? 30_000);
     return result;
+  }
+
+  /**
+   * Only a global topic takes records applied from another region, and never ones naming this
+   * region as their origin: that would be this region's own writes coming back (a loop).
+   */
+  private checkOrigin(origin: string, region: string | undefined): void {
+    if (this.settings.scope !== 'global') {
+      throw new EdgeqError('INVALID_REQUEST', `${this.topic} is a ${this.settings.scope} topic: only global topics take batches with an origin region (this one names ${origin})`, {
+        details: { topic: this.topic, partition: this.index, origin, scope: this.settings.scope },
+      });
+    }
+    if (region !== undefined && origin === region) {
+      throw new EdgeqError('ORIGIN_IS_SELF', `${this.topic}-${this.index}: the batch names this region (${region}) as its origin: its own records cannot be applied to it again`, {
+        details: { topic: this.topic, partition: this.index, origin, region },
+      });
+    }
   }
 
   private checkMinIsr(when: string): void {
@@ -569,8 +595,9 @@ export class Partition {
       this.epochs.truncateFrom(this.log.logEndOffset);
       await this.epochs.save();
       this.hw = Math.min(this.hw, this.log.logEndOffset);
-      // The producer state saw the dropped batches: rebuild it from what is left.
+      // The producer and origin states saw the dropped batches: rebuild them from what is left.
       await this.producers.rebuild(this.log, this.storage);
+      await this.origins.rebuild(this.log, { scan: this.settings.scope === 'global' });
     });
   }
 
@@ -582,6 +609,7 @@ export class Partition {
       await this.epochs.save();
       this.hw = offset;
       await this.producers.rebuild(this.log, this.storage);
+      await this.origins.rebuild(this.log, { scan: this.settings.scope === 'global' });
     });
   }
 

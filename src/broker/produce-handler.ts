@@ -16,7 +16,14 @@ export interface ProduceLimits {
 /** Handles one Produce request. */
 export async function handleProduce(
   req: ProduceRequest,
-  deps: { topics: TopicManager; limits: ProduceLimits; clock?: Clock; metrics?: BrokerMetrics },
+  deps: {
+    topics: TopicManager;
+    limits: ProduceLimits;
+    clock?: Clock;
+    metrics?: BrokerMetrics;
+    /** This broker's region: batches naming it as their origin are refused (ORIGIN_IS_SELF). */
+    region?: string;
+  },
 ): Promise<ProduceResponse> {
   const acks = req.acks ?? Acks.UNSPECIFIED;
   if (acks < Acks.UNSPECIFIED || acks > Acks.ALL) throw new EdgeqError('INVALID_REQUEST', `unknown acks value ${String(acks)}`);
@@ -36,7 +43,7 @@ export async function handleProduce(
             base.leaderEpoch = p.leaderEpoch;
             const all = acks === Acks.ALL || acks === Acks.UNSPECIFIED;
             const r = await withTimeout(
-              p.produce(pp.records, { leaderEpoch: pp.leaderEpoch ?? null, acks: all ? 'all' : 'leader', timeoutMs }),
+              p.produce(pp.records, { leaderEpoch: pp.leaderEpoch ?? null, acks: all ? 'all' : 'leader', timeoutMs, ...(deps.region !== undefined ? { region: deps.region } : {}) }),
               timeoutMs,
               clock,
               t.name,

@@ -86,7 +86,10 @@ export class ProducerState implements AppendGuard {
   }
 
   check(h: BatchHeader, placement: { baseOffset: number; leaderAppend: boolean }): AppendResult | null {
-    if (h.producerId < 0) return null;
+    // A batch applied from another region carries the producer fields of a producer of *that*
+    // region, whose ids may collide with this region's: it is deduplicated on its origin offsets
+    // (origin-state.ts), never on them.
+    if (h.producerId < 0 || h.originRegion !== null) return null;
     const now = this.clock.nowMs();
     const entry = this.staged.get(h.producerId) ?? this.committed.get(h.producerId);
     const lastSeq = h.baseSequence + h.recordCount - 1;
@@ -169,7 +172,7 @@ export class ProducerState implements AppendGuard {
 
   /** Records a batch already in the log (rebuild): no checks. */
   private observe(h: BatchHeader, baseOffset: number, appendTimeMs: number): void {
-    if (h.producerId < 0) return;
+    if (h.producerId < 0 || h.originRegion !== null) return;
     const prev = this.committed.get(h.producerId);
     if (prev && h.producerEpoch < prev.epoch) return;
     const meta: BatchMeta = {

@@ -7,6 +7,7 @@ import { EdgeqError, silentLogger, systemClock, type Clock, type Logger } from '
 import { PartitionLog, type FilePool, type LogConfig, type LogObserver, type Storage } from '../log/index.ts';
 import { LeaderEpochCache } from './leader-epoch-cache.ts';
 import { Partition } from './partition.ts';
+import { OriginState } from './origin-state.ts';
 import { ProducerState } from './producer-state.ts';
 import type { ProducerIdSource } from './controller.ts';
 import { hwCheckpointKey, readHwCheckpoint, writeHwCheckpoint } from './hw-checkpoint.ts';
@@ -339,6 +340,8 @@ export class TopicManager {
     const producers = new ProducerState({ clock: this.clock, currentEpoch: (id) => this.deps.producerIds.currentEpoch(id) });
     const scanned = await producers.rebuild(log, this.deps.storage);
     if (scanned > 0) this.logger.debug({ topic: rec.name, partition: index, scanned }, 'producer state rebuilt from the log');
+    const origins = new OriginState({ clock: this.clock });
+    await origins.rebuild(log, { scan: settings.scope === 'global' });
     const epochs = new LeaderEpochCache(this.deps.storage, dir);
     await epochs.rebuild(log);
     const recovering = rec.assignments ? await this.recoveryMarkOf(dir, log.recovery, rec.name, index) : null;
@@ -348,6 +351,7 @@ export class TopicManager {
       index,
       log,
       producers,
+      origins,
       epochs,
       leaderEpoch: rec.leaderEpoch,
       settings,

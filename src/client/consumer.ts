@@ -19,7 +19,7 @@
  */
 import { EdgeqError, silentLogger, toEdgeqError, type Clock, type Logger, type TimerHandle } from '../core/index.ts';
 import { assignorByName, type Assignor } from '../group/index.ts';
-import { decodeBatches, type RecordHeader } from '../log/index.ts';
+import { decodeBatchesWithOrigin, type RecordHeader } from '../log/index.ts';
 import { errorOf, type FetchResponse, type FetchTopic } from '../protocol/index.ts';
 import { Cluster, isStaleMetadataError, type ClusterOptions } from './cluster.ts';
 import { GroupMember, type TopicPartition, type TopicPartitionOffset } from './group-member.ts';
@@ -37,6 +37,13 @@ export interface ConsumerRecord {
   value: Buffer | null;
   headers: RecordHeader[];
   timestamp: number;
+  /**
+   * Global topics: the region that wrote the record, for one applied from another region; null
+   * for a record written in the region read from (the gateway fills in its own region then).
+   */
+  originRegion: string | null;
+  /** The record's offset in its origin region's log; -1 when `originRegion` is null. */
+  originOffset: number;
 }
 
 /** When offsets are committed relative to handing records out. */
@@ -613,10 +620,10 @@ export class Consumer implements AsyncIterable<ConsumerRecord> {
         }
         if (p.records.length === 0) continue;
         const bytes = Buffer.from(p.records.buffer, p.records.byteOffset, p.records.byteLength);
-        const decoded = await decodeBatches(bytes, s.offset);
+        const decoded = await decodeBatchesWithOrigin(bytes, s.offset);
         if (s.state.epoch !== s.epoch || this.partitions.get(k) !== s.state) continue;
         for (const r of decoded) {
-          s.state.buffer.push({ topic: t.name, partition: p.partition, offset: r.offset, key: r.key, value: r.value, headers: r.headers, timestamp: r.timestamp });
+          s.state.buffer.push({ topic: t.name, partition: p.partition, offset: r.offset, key: r.key, value: r.value, headers: r.headers, timestamp: r.timestamp, originRegion: r.originRegion, originOffset: r.originOffset });
         }
       }
     }

@@ -67,9 +67,12 @@ export const ERROR_SPECS = {
   INVALID_DATA: { wire: 49, retriable: false, http: 400 },
   /** The request named a topic id the topic no longer has (it was deleted and created again). */
   UNKNOWN_TOPIC_ID: { wire: 50, retriable: true, http: 404 },
-  /** An applied batch straddles the partition's cursor for its origin (some of it is held, some not). */
+  /**
+   * An origin-tagged batch (a global topic's record applied from another region) overlaps the
+   * records of that origin already held: part of it is at or below the origin's cursor.
+   */
   ORIGIN_OVERLAP: { wire: 51, retriable: false, http: 409 },
-  /** A batch said it came from this very region: applying it would loop. */
+  /** An origin-tagged batch names this broker's own region as its origin: a replication loop. */
   ORIGIN_IS_SELF: { wire: 52, retriable: false, http: 400 },
   /** acks=geo: durable in this region, not yet applied in as many other regions as asked within the timeout. */
   GEO_TIMEOUT: { wire: 53, retriable: false, http: 504 },

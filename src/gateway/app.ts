@@ -30,6 +30,8 @@ export interface GatewayDeps {
   processMetrics?: boolean;
   /** The mesh between regions (`/v1/mesh`, global topics); absent: a gateway of one region alone. */
   mesh?: GatewayMesh | null;
+  /** The region this gateway serves: the origin shown for records of global topics written here. Default `local`. */
+  region?: string;
 }
 
 /** The app plus what it holds open. */
@@ -135,6 +137,7 @@ function wantsProtobuf(c: Ctx): boolean {
 export function createGatewayApp(deps: GatewayDeps): GatewayApp {
   const limits = resolveLimits(deps.limits);
   const backend = new GatewayBackend(deps.client, limits);
+  const region = deps.region ?? 'local';
   const streamSlots = new StreamSlots(limits.streamsMax);
   const groups = new GroupMembers(deps.client, limits);
   const app = new Hono<{ Variables: AuthVariables }>();
@@ -297,7 +300,8 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
     const encoding = parseValueEncoding(c.req.query('valueEncoding'));
     await backend.checkPartition(topic, partition);
     const res = await backend.read(topic, partition, { offset, maxRecords, waitMs });
-    return c.json({ records: res.records.map((r) => toJsonRecord(r, encoding)), nextOffset: res.nextOffset, highWatermark: res.highWatermark });
+    const ownRegion = (await backend.isGlobal(topic)) ? region : null;
+    return c.json({ records: res.records.map((r) => toJsonRecord(r, encoding, ownRegion)), nextOffset: res.nextOffset, highWatermark: res.highWatermark });
   });
 
   app.get('/v1/topics/:name/partitions/:partition/stream', async (c) => {
@@ -312,8 +316,9 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
     const [latest] = await backend.admin.listOffsets(topic, { partitions: [partition] });
     const highWatermark = latest?.offset ?? 0;
     if (offset > highWatermark) throw new EdgeqError('OFFSET_OUT_OF_RANGE', `offset ${offset} is past the high watermark ${highWatermark}`, { details: { topic, partition, offset, highWatermark } });
+    const ownRegion = (await backend.isGlobal(topic)) ? region : null;
     streamSlots.acquire();
-    return streamPartition(c, deps.client, limits, streamSlots, { topic, partition, offset });
+    return streamPartition(c, deps.client, limits, streamSlots, { topic, partition, offset, ownRegion });
   });
 
   app.post('/v1/groups/:group/members', async (c) => {
@@ -341,7 +346,9 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
     const waitMs = intParam(c.req.query('waitMs'), 'waitMs', { fallback: 0, max: limits.waitMsMax });
     const encoding = parseValueEncoding(c.req.query('valueEncoding'));
     const records = await groups.poll(group, id, { maxRecords, waitMs });
-    return c.json({ records: records.map((r) => ({ topic: r.topic, partition: r.partition, ...toJsonRecord(r, encoding) })) });
+    const global = new Map<string, boolean>();
+    for (const t of new Set(records.map((r) => r.topic))) global.set(t, await backend.isGlobal(t));
+    return c.json({ records: records.map((r) => ({ topic: r.topic, partition: r.partition, ...toJsonRecord(r, encoding, global.get(r.topic) ? region : null) })) });
   });
 
   app.post('/v1/groups/:group/members/:id/commit', async (c) => {

@@ -53,7 +53,7 @@ export class GatewayBackend {
   private readonly idle = new Map<string, Consumer[]>();
   private idleCount = 0;
   private readsInflight = 0;
-  private readonly partitionCounts = new Map<string, { count: number; atMs: number }>();
+  private readonly partitionCounts = new Map<string, { count: number; global: boolean; atMs: number }>();
 
   constructor(
     private readonly client: EdgeqClient,
@@ -64,18 +64,29 @@ export class GatewayBackend {
 
   /** Partition count of `topic`; UNKNOWN_TOPIC_OR_PARTITION when it does not exist. */
   async partitionCount(topic: string): Promise<number> {
+    return (await this.shape(topic)).count;
+  }
+
+  /** True when `topic`'s config says `scope=global` (its records carry their origin in reads). */
+  async isGlobal(topic: string): Promise<boolean> {
+    return (await this.shape(topic)).global;
+  }
+
+  /** Partition count and scope of `topic`, cached (a topic's scope never changes; its partitions may grow). */
+  private async shape(topic: string): Promise<{ count: number; global: boolean }> {
     const cached = this.partitionCounts.get(topic);
-    if (cached && Date.now() - cached.atMs < this.limits.topicCacheTtlMs) return cached.count;
+    if (cached && Date.now() - cached.atMs < this.limits.topicCacheTtlMs) return cached;
     const [d] = await this.admin.describeTopics([topic]);
     if (!d) throw new EdgeqError('UNKNOWN_TOPIC_OR_PARTITION', `topic "${topic}" does not exist`, { details: { topic } });
+    const shape = { count: d.partitions.length, global: d.config['scope'] === 'global', atMs: Date.now() };
     this.partitionCounts.delete(topic);
-    this.partitionCounts.set(topic, { count: d.partitions.length, atMs: Date.now() });
+    this.partitionCounts.set(topic, shape);
     // Bounded: drop the oldest entry (Map keeps insertion order).
     if (this.partitionCounts.size > this.limits.topicCacheMax) {
       const oldest = this.partitionCounts.keys().next().value;
       if (oldest !== undefined) this.partitionCounts.delete(oldest);
     }
-    return d.partitions.length;
+    return shape;
   }
 
   /** Forgets a topic's cached shape (after it was created or deleted here). */

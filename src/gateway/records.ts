@@ -187,11 +187,36 @@ export interface JsonRecord {
   value: string | null;
   headers: Record<string, string>;
   timestamp: number;
+  /** Global topics only: the region that wrote the record (this gateway's for its own writes). */
+  originRegion?: string;
+  /** Global topics only: the record's offset in its origin region's log (its own offset for own writes). */
+  originOffset?: number;
 }
 
-/** Renders a read record (keys and header values as UTF-8, values per `encoding`). */
-export function toJsonRecord(r: { offset: number; key: Buffer | null; value: Buffer | null; headers: readonly { key: string; value: Buffer | null }[]; timestamp: number }, encoding: ValueEncoding): JsonRecord {
+/** A read record as the routes render it; the origin fields come from the consumer. */
+export interface ReadRecord {
+  offset: number;
+  key: Buffer | null;
+  value: Buffer | null;
+  headers: readonly { key: string; value: Buffer | null }[];
+  timestamp: number;
+  originRegion?: string | null;
+  originOffset?: number;
+}
+
+/**
+ * Renders a read record (keys and header values as UTF-8, values per `encoding`). `ownRegion` is
+ * set for a record of a global topic: the origin fields are added, a record written in this
+ * region (no origin in its batch) showing `ownRegion` and its own offset.
+ */
+export function toJsonRecord(r: ReadRecord, encoding: ValueEncoding, ownRegion: string | null = null): JsonRecord {
   const headers: Record<string, string> = {};
   for (const h of r.headers) headers[h.key] = h.value?.toString('utf8') ?? '';
-  return { offset: r.offset, key: r.key?.toString('utf8') ?? null, value: r.value?.toString(encoding) ?? null, headers, timestamp: r.timestamp };
+  const out: JsonRecord = { offset: r.offset, key: r.key?.toString('utf8') ?? null, value: r.value?.toString(encoding) ?? null, headers, timestamp: r.timestamp };
+  if (ownRegion !== null) {
+    const applied = r.originRegion !== null && r.originRegion !== undefined;
+    out.originRegion = applied ? r.originRegion! : ownRegion;
+    out.originOffset = applied ? r.originOffset! : r.offset;
+  }
+  return out;
 }

@@ -55,6 +55,8 @@ export interface StreamRequest {
   topic: string;
   partition: number;
   offset: number;
+  /** The gateway's region when the topic is global (records then carry their origin), else null. */
+  ownRegion?: string | null;
 }
 
 /**
@@ -109,7 +111,7 @@ export function streamPartition(c: Context, client: EdgeqClient, limits: Gateway
             }
             for (const r of polled) {
               if (stream.aborted) break;
-              await stream.writeSSE({ id: String(r.offset), data: JSON.stringify(toJsonRecord(r, 'utf8')) });
+              await stream.writeSSE({ id: String(r.offset), data: JSON.stringify(toJsonRecord(r, 'utf8', req.ownRegion ?? null)) });
             }
           }
         } catch (err) {

@@ -3,7 +3,7 @@
 // damaged input.
 import { describe, expect, it } from 'vitest';
 import { isEdgeqError } from '../core/errors.ts';
-import { buildBatch, decodeBatch, decodeBatches, recomputeCrc, splitBatches, validateBatch } from './batch.ts';
+import { buildBatch, decodeBatch, decodeBatches, recomputeCrc, splitBatches, stampOrigin, validateBatch } from './batch.ts';
 import { BATCH_MAGIC, OFFSET_CRC, OFFSET_RECORD_COUNT, OFFSET_LAST_OFFSET_DELTA, readBatchHeader, setBaseOffset } from './batch-format.ts';
 import { CompressionCodec, COMPRESSION_NAMES } from './compression.ts';
 import { crc32c } from '../core/crc32c.ts';
@@ -96,6 +96,32 @@ describe('record batch', () => {
       if (name !== 'none') expect(b.length).toBeLessThan((await buildBatch(records)).length);
     });
   }
+
+  it('stamps a batch written here with an origin: the same bytes as one built with it, on a copy', async () => {
+    const records = [{ key: 'k', value: 'v1', timestamp: 1000 }, { value: 'v2', timestamp: 1001 }];
+    const common = { producerId: 9, producerEpoch: 1, baseSequence: 4, nowMs: 1000, codec: CompressionCodec.none };
+    const plain = await buildBatch(records, { ...common, baseOffset: 41, leaderEpoch: 3 });
+    const copy = Buffer.from(plain);
+    const stamped = stampOrigin(plain, { region: 'eu-west', offset: 41 });
+    expect(plain.equals(copy)).toBe(true); // never in place
+    // Byte for byte what a producer building it with that origin would have sent.
+    const built = await buildBatch(records, { ...common, baseOffset: 41, leaderEpoch: 3, origin: { region: 'eu-west', offset: 41 } });
+    expect(stamped.equals(built)).toBe(true);
+    expect(stamped.length).toBe(plain.length + 'eu-west'.length);
+    expect(stamped.readInt32BE(8)).toBe(stamped.length - 12);
+    expect(stamped.readInt16BE(21) & 0x10).toBe(0x10);
+    expect(stamped.readUInt8(69)).toBe(7);
+    expect(stamped.toString('utf8', 70, 77)).toBe('eu-west');
+    expect(stamped.readUInt32BE(OFFSET_CRC)).toBe(crc32c(stamped.subarray(21)));
+    const h = await validateBatch(stamped, LIMITS);
+    expect([h.baseOffset, h.partitionLeaderEpoch, h.originRegion, h.originOffset, h.producerId, h.baseSequence]).toEqual([41, 3, 'eu-west', 41, 9, 4]);
+    expect((await decodeBatch(stamped)).records.map((r) => r.value!.toString())).toEqual(['v1', 'v2']);
+    // A compressed batch keeps its compressed section as it is.
+    const z = await buildBatch(records, { ...common, codec: CompressionCodec.zstd });
+    expect((await decodeBatch(stampOrigin(z, { region: 'x', offset: 0 }))).records.map((r) => r.value!.toString())).toEqual(['v1', 'v2']);
+    // A batch that has an origin already is not stamped again.
+    await expectCode(() => stampOrigin(built, { region: 'us-east', offset: 1 }), 'INVALID_ARGUMENT');
+  });
 
   it('carries a 1 MiB value', async () => {
     const big = Buffer.alloc(1 << 20, 7);

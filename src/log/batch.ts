@@ -13,7 +13,9 @@ import {
   OFFSET_BASE_SEQUENCE,
   OFFSET_BATCH_LENGTH,
   OFFSET_CRC,
+  OFFSET_ORIGIN_OFFSET,
   OFFSET_ORIGIN_REGION,
+  OFFSET_ORIGIN_REGION_LENGTH,
   OFFSET_PRODUCER_EPOCH,
   OFFSET_PRODUCER_ID,
   ORIGIN_REGION_BYTES_MAX,
@@ -196,6 +198,27 @@ export async function decodeBatches(buf: Buffer, fromOffset = 0): Promise<LogRec
   return out;
 }
 
+/** A decoded record with where it came from: its batch's origin, or null and -1 for a batch written here. */
+export interface OriginLogRecord extends LogRecord {
+  originRegion: string | null;
+  /** The batch's origin offset + the record's offset delta; -1 without an origin. */
+  originOffset: number;
+}
+
+/** `decodeBatches` with each record's origin region and origin offset. */
+export async function decodeBatchesWithOrigin(buf: Buffer, fromOffset = 0): Promise<OriginLogRecord[]> {
+  const out: OriginLogRecord[] = [];
+  for (const b of splitBatches(buf)) {
+    const { header, records } = await decodeBatch(b);
+    for (const r of records) {
+      if (r.offset < fromOffset) continue;
+      const originOffset = header.originRegion === null ? -1 : header.originOffset + (r.offset - header.baseOffset);
+      out.push({ ...r, originRegion: header.originRegion, originOffset });
+    }
+  }
+  return out;
+}
+
 /** Producer identity stamped into a batch: -1 everywhere for a producer without idempotence. */
 export interface ProducerStamp {
   producerId: number;
@@ -217,6 +240,40 @@ export function stampProducerInPlace(out: Buffer, stamp: ProducerStamp): Buffer 
   writeInt64(out, OFFSET_PRODUCER_ID, stamp.producerId);
   out.writeInt16BE(stamp.producerEpoch, OFFSET_PRODUCER_EPOCH);
   out.writeInt32BE(stamp.baseSequence, OFFSET_BASE_SEQUENCE);
+  recomputeCrc(out);
+  return out;
+}
+
+/**
+ * A copy of a stored batch written in this region (no origin) tagged with `origin`: the origin
+ * region bytes inserted after the fixed header, ATTR_HAS_ORIGIN set, the batch length grown by
+ * them and the CRC recomputed. Everything else (offsets, epoch, producer fields, records) is kept.
+ * A region serves its own writes this way to the regions that apply them, so the bytes it stores
+ * (and caches) stay as they were written.
+ */
+export function stampOrigin(batch: Buffer, origin: BatchOrigin): Buffer {
+  const h = readBatchHeader(batch, 0);
+  if (h.originRegion !== null || (h.attributes & ATTR_HAS_ORIGIN) !== 0) {
+    throw new EdgeqError('INVALID_ARGUMENT', `batch at offset ${h.baseOffset} already has origin ${h.originRegion ?? '?'}`);
+  }
+  const regionBytes = Buffer.from(origin.region, 'utf8');
+  if (regionBytes.length === 0 || regionBytes.length > ORIGIN_REGION_BYTES_MAX) {
+    throw new EdgeqError('INVALID_ARGUMENT', `origin region must be 1..${ORIGIN_REGION_BYTES_MAX} bytes`);
+  }
+  if (!Number.isSafeInteger(origin.offset) || origin.offset < 0) {
+    throw new EdgeqError('INVALID_ARGUMENT', `origin offset ${origin.offset} must be a non-negative integer`);
+  }
+  const records = batch.subarray(h.recordsOffset, h.sizeBytes);
+  const out = Buffer.allocUnsafe(OFFSET_ORIGIN_REGION + regionBytes.length + records.length);
+  // The fixed header up to the origin fields is kept byte for byte; only the length, the
+  // attributes and the origin fields change.
+  batch.copy(out, 0, 0, OFFSET_ORIGIN_OFFSET);
+  out.writeInt32BE(out.length - LOG_OVERHEAD, OFFSET_BATCH_LENGTH);
+  out.writeInt16BE(h.attributes | ATTR_HAS_ORIGIN, OFFSET_ATTRIBUTES);
+  writeInt64(out, OFFSET_ORIGIN_OFFSET, origin.offset);
+  out.writeUInt8(regionBytes.length, OFFSET_ORIGIN_REGION_LENGTH);
+  regionBytes.copy(out, OFFSET_ORIGIN_REGION);
+  records.copy(out, OFFSET_ORIGIN_REGION + regionBytes.length);
   recomputeCrc(out);
   return out;
 }

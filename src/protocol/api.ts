@@ -73,7 +73,10 @@ const VERSIONS: Record<ApiName, [number, number]> = {
   ApiVersions: [1, 1],
   Metadata: [1, 1],
   Produce: [1, 1],
-  Fetch: [1, 1],
+  // 2: the origin filter of global topics (FetchPartition.origin, after_origin_offset) and the
+  // results' scanned_to and origin_cursors. A version-1 broker ignores the filter and answers
+  // every batch, so a replicator needs version 2 (which also means origin-aware Produce).
+  Fetch: [1, 2],
   ListOffsets: [1, 1],
   CreateTopics: [1, 1],
   DeleteTopics: [1, 1],

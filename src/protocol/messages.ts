@@ -113,6 +113,14 @@ export interface FetchPartition {
   fetchOffset: number;
   maxBytes: number;
   currentLeaderEpoch?: number | null;
+  /**
+   * Global topics (Fetch version 2), consumers only: only the batches of this origin region (own
+   * writes stamped with their origin when it is the broker's region). Absent (null once decoded):
+   * every batch as stored.
+   */
+  origin?: string | null;
+  /** With `origin`: skip batches whose origin offsets are all at or below this. */
+  afterOriginOffset?: number | null;
 }
 export interface FetchTopic {
   name: string;
@@ -136,6 +144,10 @@ export interface FetchPartitionResult {
   logEndOffset: number;
   records: Uint8Array;
   leaderEpoch: number;
+  /** Local offset after the last batch scanned (the next fetch offset); -1 when nothing was read. */
+  scannedTo?: number;
+  /** Global topics: highest origin offset held per origin region, the broker's own included. */
+  originCursors?: Record<string, number>;
 }
 export interface FetchTopicResult {
   name: string;

@@ -109,7 +109,9 @@ export function registerGatewayCommand(program: Command): void {
         otherRegions: () => meshHandle?.mesh.otherRegions() ?? [],
         waitGeo: (...args) => meshHandle!.mesh.waitGeo(...args),
       };
-      const app = createGatewayApp({ client, auth, limits, mesh });
+      // Records of global topics written here are shown with this region as their origin.
+      const region = meshFlags?.region ?? flags.region ?? process.env.EDGEQ_REGION ?? 'local';
+      const app = createGatewayApp({ client, auth, limits, mesh, region });
       const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
         const s = serve({ fetch: app.fetch, hostname: host, port }, (info) => {
           resolve(s);
