@@ -72,12 +72,17 @@ function intParam(raw: string | undefined, name: string, o: { fallback?: number;
   return n;
 }
 
+/** acks=geo's wait when the request names none: the gateway's usual produce bound. */
+const GEO_TIMEOUT_MS_DEFAULT = 30_000;
+/** Longest acks=geo wait a request may ask for. */
+const GEO_TIMEOUT_MS_MAX = 300_000;
+
 function parseAcks(raw: string | undefined): AcksOption | null {
   if (raw === undefined) return null;
   if (raw === '0') return 0;
   if (raw === '1') return 1;
   if (raw === 'all' || raw === '-1') return 'all';
-  throw new EdgeqError('INVALID_ARGUMENT', `acks must be 0, 1 or all, got "${raw}"`, { details: { parameter: 'acks' } });
+  throw new EdgeqError('INVALID_ARGUMENT', `acks must be 0, 1, all or geo, got "${raw}"`, { details: { parameter: 'acks' } });
 }
 
 function acksFromWire(v: AcksValue | undefined): AcksOption | null {
@@ -205,6 +210,18 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
     requireJson(c);
     const { scope, ...topic } = parseNewTopic(await readBody(c, limits.bodyBytesMax));
     authorize(c, 'admin', topic.name);
+    // A topic's scope is fixed at creation: asking for the other scope on an existing name is a
+    // conflict that names both, not the plain "already exists" (which would hide the mismatch).
+    const existing = await backend.admin.describeTopics([topic.name]).then(
+      ([d]) => d,
+      () => undefined,
+    );
+    if (existing) {
+      const had = existing.config['scope'] === 'global' ? 'global' : 'local';
+      if (had !== scope) {
+        throw new EdgeqError('TOPIC_ALREADY_EXISTS', `topic "${topic.name}" exists with scope ${had}; a topic's scope cannot change (asked for ${scope})`, { details: { topic: topic.name, scope: had, requested: scope } });
+      }
+    }
     if (scope === 'global') {
       if (!deps.mesh) throw noMesh();
       await deps.mesh.createGlobal({ name: topic.name, partitions: topic.partitions, config: topic.config ?? {}, ...(topic.replicationFactor !== undefined ? { replicationFactor: topic.replicationFactor } : {}) });
@@ -242,7 +259,8 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
   app.post('/v1/topics/:name/records', async (c) => {
     const topic = c.req.param('name');
     authorize(c, 'write', topic);
-    let acks = parseAcks(c.req.query('acks'));
+    const geo = await parseGeo(c.req.query('acks'), c.req.query('regions'), c.req.query('timeoutMs'), topic);
+    let acks = geo ? 'all' : parseAcks(c.req.query('acks'));
     const type = mediaType(c);
     if (type !== 'application/json' && type !== 'application/x-protobuf' && type !== 'application/octet-stream') {
       throw new EdgeqError('UNSUPPORTED_MEDIA_TYPE', `expected application/json, application/x-protobuf or application/octet-stream, got "${c.req.header('content-type') ?? ''}"`);
@@ -270,6 +288,7 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
         return c.body(new Uint8Array(encodeMessage('ProduceResponse', res)), 200, { 'content-type': 'application/x-protobuf' });
       }
       const offsets = parsed.batches.flatMap((b, i) => Array.from({ length: b.records }, (_, j) => ({ partition: b.partition, offset: baseOffsets[i]! < 0 ? -1 : baseOffsets[i]! + j })));
+      if (geo) return c.json({ offsets, appliedIn: await waitGeo(topic, offsets, geo) });
       return c.json({ offsets });
     }
     let records: GatewayRecord[];
@@ -287,8 +306,39 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
       records: records.length,
       bytes: records.reduce((n, r) => n + recordBytes(r), 0),
     });
-    return c.json({ offsets: sent.map((m) => ({ partition: m.partition, offset: m.offset })) });
+    const offsets = sent.map((m) => ({ partition: m.partition, offset: m.offset }));
+    if (geo) return c.json({ offsets, appliedIn: await waitGeo(topic, offsets, geo) });
+    return c.json({ offsets });
   });
+
+  /**
+   * `acks=geo&regions=N[&timeoutMs=T]`: checked before anything is written (a global topic, a mesh,
+   * 1 <= N <= the other regions); null for any other acks.
+   */
+  async function parseGeo(rawAcks: string | undefined, rawRegions: string | undefined, rawTimeout: string | undefined, topic: string): Promise<{ regions: number; timeoutMs: number } | null> {
+    if (rawAcks !== 'geo') {
+      if (rawRegions !== undefined) throw new EdgeqError('INVALID_ARGUMENT', '"regions" goes with acks=geo only', { details: { parameter: 'regions' } });
+      return null;
+    }
+    if (!deps.mesh) throw noMesh();
+    if (!(await backend.isGlobal(topic))) {
+      throw new EdgeqError('INVALID_ARGUMENT', `acks=geo needs a global topic; "${topic}" is local (its records never leave this region)`, { details: { parameter: 'acks', topic } });
+    }
+    const others = deps.mesh.otherRegions().length;
+    if (others === 0) throw new EdgeqError('INVALID_ARGUMENT', 'acks=geo: this region knows no other region yet', { details: { parameter: 'regions' } });
+    const regions = intParam(rawRegions, 'regions', { fallback: 1, min: 1, max: others });
+    const timeoutMs = intParam(rawTimeout, 'timeoutMs', { fallback: GEO_TIMEOUT_MS_DEFAULT, min: 1, max: GEO_TIMEOUT_MS_MAX });
+    return { regions, timeoutMs };
+  }
+
+  /** Waits until `geo.regions` other regions applied the highest offset written to each partition. */
+  async function waitGeo(topic: string, offsets: { partition: number; offset: number }[], geo: { regions: number; timeoutMs: number }): Promise<string[]> {
+    const last = new Map<number, number>();
+    for (const o of offsets) last.set(o.partition, Math.max(last.get(o.partition) ?? -1, o.offset));
+    const applied = await Promise.all([...last].map(([p, offset]) => deps.mesh!.waitGeo(topic, p, offset, geo.regions, geo.timeoutMs)));
+    // The regions that have every partition's records.
+    return applied.reduce((acc, regions) => acc.filter((r) => regions.includes(r)));
+  }
 
   app.get('/v1/topics/:name/partitions/:partition/records', async (c) => {
     const topic = c.req.param('name');
