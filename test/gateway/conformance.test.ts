@@ -110,6 +110,9 @@ async function happyPaths(gw: ServedGateway, topic: string, key?: string): Promi
     const made = await gw.call('POST', '/v1/topics', { key, json: { name: everywhere, partitions: 1, scope: 'global' } });
     expect(made.status).toBe(201);
     expect(made.json<{ config: Record<string, string> }>().config['scope']).toBe('global');
+    // acks=geo on it: the stub's other region never applies anything, so GEO_TIMEOUT (504).
+    const geo = await gw.call('POST', `/v1/topics/${everywhere}/records?acks=geo&regions=1&timeoutMs=50`, { key, json: { records: [{ value: 'g' }] } });
+    expect(geo.status).toBe(504);
     expect((await gw.call('DELETE', `/v1/topics/${everywhere}`, { key })).status).toBe(204);
   } else {
     expect((await gw.call('GET', '/v1/mesh')).status).toBe(404);
