@@ -25,6 +25,15 @@ export interface OriginFetchResult {
   logStartOffset: number;
   /** Per origin, the highest origin offset the source holds (its own region: its readable end). */
   originCursors: Record<string, number>;
+  /** Per origin, the highest origin offset the source's retention deleted (or a bound above it); absent: none. */
+  originDeletedUpTo: Record<string, number>;
+}
+
+/** What the local leader of a partition holds, per origin. */
+export interface LocalOriginState {
+  /** Highest origin offset held per origin; this region: the last own offset a consumer can read. */
+  cursors: Record<string, number>;
+  deletedUpTo: Record<string, number>;
 }
 
 /** The outcome of appending one applied batch in the local cell. */
@@ -43,6 +52,8 @@ export interface CellAccess {
   fetch(region: string, req: OriginFetchRequest, signal: AbortSignal): Promise<OriginFetchResult>;
   /** Appends one applied batch at the local leader with acks=all. */
   apply(topic: string, partition: number, batch: Buffer, signal: AbortSignal): Promise<ApplyResult>;
+  /** The local leader's cursors and retention bounds for the partition. */
+  localState(topic: string, partition: number, signal: AbortSignal): Promise<LocalOriginState>;
   /** Resolves when `region`'s cell answers through the link (a cheap request). */
   probe(region: string, signal: AbortSignal): Promise<void>;
   /** The local leader's cursor for `origin`: the highest origin offset in its log, -1 for none (for this region itself: its readable end). */

@@ -13,7 +13,7 @@ import { Cluster, isStaleMetadataError, type SocketFactory } from '../../src/cli
 import { EdgeqError, orAborted, type Logger } from '../../src/core/index.ts';
 import { errorOf } from '../../src/protocol/codec.ts';
 import { Acks } from '../../src/protocol/index.ts';
-import type { ApplyResult, CellAccess, OriginFetchRequest, OriginFetchResult } from './cell-access.ts';
+import type { ApplyResult, CellAccess, LocalOriginState, OriginFetchRequest, OriginFetchResult } from './cell-access.ts';
 
 export interface ClusterCellsOptions {
   /** This region's name and its brokers. */
@@ -28,6 +28,8 @@ export interface ClusterCellsOptions {
   requestTimeoutMs: number;
   appendTimeoutMs: number;
 }
+
+const EMPTY = Buffer.alloc(0);
 
 /** The Fetch version that has the origin filter. */
 const FETCH_ORIGIN_VERSION = 2;
@@ -90,13 +92,16 @@ export class ClusterCells implements CellAccess {
     });
     const p = res.topics[0]?.partitions[0];
     if (!p) throw new EdgeqError('UNKNOWN', `region ${region} answered a fetch without the partition`, { details: { region } });
-    const err = errorOf(p.error, { region, topic: req.topic, partition: req.partition, logStartOffset: p.logStartOffset });
+    const err = errorOf(p.error, { region, topic: req.topic, partition: req.partition, logStartOffset: Number(p.logStartOffset), originDeletedUpTo: p.originDeletedUpTo ?? {} });
     if (err) {
       if (isStaleMetadataError(err)) cluster.markStale(err);
       throw err;
     }
-    const records = Buffer.isBuffer(p.records) ? p.records : Buffer.from(p.records.buffer, p.records.byteOffset, p.records.byteLength);
-    return { records, scannedTo: Number(p.scannedTo), logStartOffset: Number(p.logStartOffset), originCursors: p.originCursors ?? {} };
+    // An answer with nothing in it may leave the bytes field out.
+    const raw = p.records ?? EMPTY;
+    // (protobufjs decodes an absent bytes field as an empty array, not a Uint8Array)
+    const records = Buffer.isBuffer(raw) ? raw : raw instanceof Uint8Array ? Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength) : Buffer.from(raw as ArrayLike<number>);
+    return { records, scannedTo: Number(p.scannedTo), logStartOffset: Number(p.logStartOffset), originCursors: p.originCursors ?? {}, originDeletedUpTo: p.originDeletedUpTo ?? {} };
   }
 
   async apply(topic: string, partition: number, batch: Buffer, signal: AbortSignal): Promise<ApplyResult> {
@@ -111,6 +116,11 @@ export class ClusterCells implements CellAccess {
       throw err;
     }
     return { duplicate: p.duplicate === true, baseOffset: Number(p.baseOffset) };
+  }
+
+  async localState(topic: string, partition: number, signal: AbortSignal): Promise<LocalOriginState> {
+    const res = await this.originFetch(this.local, this.o.region, { topic, partition, origin: this.o.region, scanFrom: -1, afterOriginOffset: Number.MAX_SAFE_INTEGER, maxBytes: 1, maxWaitMs: 0 }, signal);
+    return { cursors: res.originCursors, deletedUpTo: res.originDeletedUpTo };
   }
 
   async localCursor(topic: string, partition: number, origin: string, signal: AbortSignal): Promise<number> {

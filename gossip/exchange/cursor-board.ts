@@ -16,8 +16,10 @@ const PREFIX = 'cursor/';
 export interface PartitionCursors {
   /** Per origin: the highest origin offset applied in this region. */
   applied: Record<string, number>;
-  /** This region's own readable end (highest offset a consumer can read), -1 for none. */
+  /** This region's own readable end (its last own offset a consumer can read), -1 for none. */
   head: number;
+  /** Per origin, the highest origin offset this region's retention deleted (absent: none): it relays that origin only from past it. */
+  deleted?: Record<string, number>;
 }
 
 export const cursorKey = (region: string, topic: string, partition: number): string => `${PREFIX}${region}/${topic}/${partition}`;
@@ -85,6 +87,14 @@ export class CursorBoard {
     this.markDirty(topic, partition);
   }
 
+  /** Sets what this region's retention deleted of each origin in the partition. */
+  setDeleted(topic: string, partition: number, deleted: Record<string, number>): void {
+    const c = this.own(topic, partition);
+    if (JSON.stringify(c.deleted ?? {}) === JSON.stringify(deleted)) return;
+    c.deleted = { ...deleted };
+    this.markDirty(topic, partition);
+  }
+
   /** Drops this region's entries of a topic that is gone. */
   forget(topic: string): void {
     for (const key of [...this.mine.keys()]) {
@@ -115,7 +125,7 @@ export class CursorBoard {
     let c = this.mine.get(key);
     if (!c) {
       const published = this.entry(key);
-      c = published && !published.deleted && isCursors(published.value) ? { applied: { ...published.value.applied }, head: published.value.head } : { applied: {}, head: -1 };
+      c = published && !published.deleted && isCursors(published.value) ? { applied: { ...published.value.applied }, head: published.value.head, deleted: { ...(published.value.deleted ?? {}) } } : { applied: {}, head: -1 };
       this.mine.set(key, c);
     }
     return c;
@@ -137,7 +147,7 @@ export class CursorBoard {
   private flush(): void {
     for (const key of this.dirty) {
       const c = this.mine.get(key);
-      if (c) this.mesh.setState(key, { applied: { ...c.applied }, head: c.head });
+      if (c) this.mesh.setState(key, { applied: { ...c.applied }, head: c.head, ...(c.deleted && Object.keys(c.deleted).length > 0 ? { deleted: { ...c.deleted } } : {}) });
     }
     this.dirty.clear();
   }

@@ -120,6 +120,29 @@ describe('Exchange', () => {
     expect((await byOrigin(world, 'b')).get('a')).toEqual(['6=a-6', '7=a-7', '8=a-8', '9=a-9']);
   });
 
+  it('never relays from a region whose retention took records past the cursor: the gap is reported by the origin instead', async () => {
+    const { world, exchanges, start } = deploy(['a', 'b', 'c']);
+    world.partition('a', 'c');
+    world.partition('b', 'c');
+    start();
+    for (let i = 0; i < 10; i++) await world.produce('a', T, 0, [`a-${i}`]);
+    await eventually('b has a\'s 10', 5_000, async () => (await world.records('b', T, 0)).length === 10);
+    // Retention in both a and b took the first six.
+    world.log('a', T, 0).deleteBefore(6);
+    world.log('b', T, 0).deleteBefore(6);
+    const gaps: GapEvent[] = [];
+    exchanges[2]!.onGap((g) => gaps.push(g));
+    world.partition('b', 'c', false);
+    // b would hand c records 6..9 as if they were all there is: c must not take them from b.
+    await eventually('c sees b\'s retention bound', 5_000, () => exchanges[2]!.board.get('b', T, 0)?.deleted?.['a'] === 5);
+    const fetchesBefore = world.fetches;
+    await eventually('c tries sources a few times', 5_000, () => world.fetches > fetchesBefore + 5);
+    expect(await world.records('c', T, 0)).toHaveLength(0);
+    world.partition('a', 'c', false);
+    await eventually('c has the 4 that are left', 10_000, async () => (await world.records('c', T, 0)).length === 4);
+    expect(gaps).toEqual([expect.objectContaining({ origin: 'a', firstMissingOriginOffset: 0, lastMissingOriginOffset: 5, records: 6 })]);
+  });
+
   it('acks=geo: resolves when N other regions applied the offset, GEO_TIMEOUT otherwise', async () => {
     const { world, exchanges, start } = deploy(['a', 'b', 'c']);
     world.partition('a', 'c');

@@ -234,8 +234,9 @@ export class Exchange {
   private async refreshHead(topic: string, partition: number): Promise<void> {
     const signal = AbortSignal.timeout(this.limits.fetchTimeoutMs);
     try {
-      const head = await this.o.cells.localCursor(topic, partition, this.region, signal);
-      this.board.setHead(topic, partition, head);
+      const st = await this.o.cells.localState(topic, partition, signal);
+      this.board.setHead(topic, partition, st.cursors[this.region] ?? -1);
+      this.board.setDeleted(topic, partition, st.deletedUpTo);
     } catch {
       // The topic may not exist here yet (the catalogue creates it); the next tick tries again.
     }
@@ -284,6 +285,8 @@ export class Exchange {
     for (const [region, c] of this.board.all(topic, partition)) {
       if (region === this.region || region === origin || !this.link(region).healthy) continue;
       const offset = c.applied[origin] ?? -1;
+      // A relay must still hold everything past `cursor`: not if its retention took some of it.
+      if ((c.deleted?.[origin] ?? -1) > cursor) continue;
       if (offset > cursor && (!best || offset > best.offset)) best = { region, offset };
     }
     return best?.region ?? null;

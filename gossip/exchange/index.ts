@@ -3,7 +3,7 @@
  * replicator with its cursor in the local log, relays, bounded links, retention gaps, stalls,
  * acks=geo and the cursors every region publishes in the mesh.
  */
-export type { ApplyResult, CellAccess, OriginFetchRequest, OriginFetchResult } from './cell-access.ts';
+export type { ApplyResult, CellAccess, LocalOriginState, OriginFetchRequest, OriginFetchResult } from './cell-access.ts';
 export { ClusterCells, type ClusterCellsOptions } from './cluster-cells.ts';
 export { CursorBoard, cursorKey, parseCursorKey, type PartitionCursors } from './cursor-board.ts';
 export { Exchange, type ExchangeMesh, type ExchangeOptions, type ExchangeTopic, type LinkStatus } from './exchange.ts';

@@ -215,7 +215,10 @@ export class Replicator {
       } catch (err) {
         const e = toEdgeqError(err);
         if (e.code === 'OFFSET_OUT_OF_RANGE' && typeof e.details.logStartOffset === 'number') {
-          this.fellBelowLogStart(scan, e.details.logStartOffset);
+          // Absent from the map: nothing of the origin's own was deleted; no map at all: unknown.
+          const map = e.details.originDeletedUpTo as Record<string, number> | undefined;
+          const deleted = map ? (map[this.origin] ?? -1) : undefined;
+          this.fellBelowLogStart(scan, e.details.logStartOffset, deleted);
           fetchedTo = this.cursor;
           ahead = next();
           ahead.catch(() => undefined);
@@ -269,14 +272,16 @@ export class Replicator {
   }
 
   /** The scan fell below the source's log start: from the origin that is a retention gap, reported; from a relay, look again. */
-  private fellBelowLogStart(scan: { source: string; from: number }, logStart: number): void {
+  private fellBelowLogStart(scan: { source: string; from: number }, logStart: number, ownDeletedUpTo: number | undefined): void {
     const cursor = this.cursor ?? -1;
     if (scan.source !== this.origin) {
       scan.from = -1;
       return;
     }
     const first = Math.max(cursor + 1, scan.from);
-    const last = logStart - 1;
+    // The origin says up to where its own records were deleted: offsets past that (and below its
+    // log start) held records it had applied from others, which are not missing from this origin.
+    const last = Math.min(logStart - 1, ownDeletedUpTo ?? logStart - 1);
     if (last >= first) {
       const gap: GapEvent = { origin: this.origin, topic: this.topic, partition: this.partition, firstMissingOriginOffset: first, lastMissingOriginOffset: last, records: last - first + 1, detectedAtMs: this.deps.clock.nowMs() };
       this.deps.logger.error(gap, 'retention gap: the origin deleted records before this region fetched them');

@@ -8,7 +8,7 @@ import { EdgeqError } from '../../src/core/index.ts';
 import { buildBatch, decodeBatch, readBatchHeader, writeInt64, OFFSET_BASE_OFFSET } from '../../src/log/index.ts';
 import type { MeshMember } from '../agent/events.ts';
 import type { MeshStateEntry } from '../region/index.ts';
-import type { ApplyResult, CellAccess, OriginFetchRequest, OriginFetchResult } from './cell-access.ts';
+import type { ApplyResult, CellAccess, LocalOriginState, OriginFetchRequest, OriginFetchResult } from './cell-access.ts';
 import type { ExchangeMesh } from './exchange.ts';
 
 interface Stored {
@@ -23,6 +23,8 @@ interface Stored {
 class FakePartitionLog {
   batches: Stored[] = [];
   logStart = 0;
+  deleted: Record<string, number> = {};
+  ownDeleted = -1;
   end = 0;
   waiters: (() => void)[] = [];
 
@@ -45,9 +47,20 @@ class FakePartitionLog {
 
   /** Retention: drops batches wholly below `offset`. */
   deleteBefore(offset: number): void {
+    for (const b of this.batches) {
+      if (b.last >= offset) continue;
+      if (b.origin) this.deleted[b.origin] = Math.max(this.deleted[b.origin] ?? -1, b.originLast);
+      else this.ownDeleted = Math.max(this.ownDeleted, b.last);
+    }
     this.batches = this.batches.filter((b) => b.last >= offset);
     this.logStart = this.batches[0]?.base ?? this.end;
   }
+}
+
+/** The last own record's offset (what the broker reports as a region's own head). */
+function ownHead(log: FakePartitionLog): number {
+  for (let i = log.batches.length - 1; i >= 0; i--) if (log.batches[i]!.origin === null) return log.batches[i]!.last;
+  return -1;
 }
 
 /** The cells of every region, and the links between them. */
@@ -149,7 +162,7 @@ class FakeCells implements CellAccess {
       else from = log.batches.find((b) => b.origin === req.origin && b.originLast > req.afterOriginOffset)?.base ?? log.end;
       from = Math.max(from, log.logStart);
     }
-    if (from < log.logStart) throw new EdgeqError('OFFSET_OUT_OF_RANGE', `offset ${from} is below the log start ${log.logStart}`, { details: { logStartOffset: log.logStart } });
+    if (from < log.logStart) throw new EdgeqError('OFFSET_OUT_OF_RANGE', `offset ${from} is below the log start ${log.logStart}`, { details: { logStartOffset: log.logStart, originDeletedUpTo: { ...log.deleted, ...(log.ownDeleted >= 0 ? { [region]: log.ownDeleted } : {}) } } });
     const out: Buffer[] = [];
     let scanned = 0;
     let scannedTo = from;
@@ -166,9 +179,9 @@ class FakeCells implements CellAccess {
         out.push(b.bytes);
       }
     }
-    const originCursors: Record<string, number> = { [region]: log.end - 1 };
+    const originCursors: Record<string, number> = { [region]: ownHead(log) };
     for (const b of log.batches) if (b.origin) originCursors[b.origin] = Math.max(originCursors[b.origin] ?? -1, b.originLast);
-    return { records: Buffer.concat(out), scannedTo, logStartOffset: log.logStart, originCursors };
+    return { records: Buffer.concat(out), scannedTo, logStartOffset: log.logStart, originCursors, originDeletedUpTo: { ...log.deleted } };
   }
 
   async apply(topic: string, partition: number, batch: Buffer): Promise<ApplyResult> {
@@ -185,7 +198,14 @@ class FakeCells implements CellAccess {
 
   async localCursor(topic: string, partition: number, origin: string): Promise<number> {
     const log = this.world.log(this.self, topic, partition);
-    return origin === this.self ? log.end - 1 : log.cursor(origin);
+    return origin === this.self ? ownHead(log) : log.cursor(origin);
+  }
+
+  async localState(topic: string, partition: number): Promise<LocalOriginState> {
+    const log = this.world.log(this.self, topic, partition);
+    const cursors: Record<string, number> = { [this.self]: ownHead(log) };
+    for (const b of log.batches) if (b.origin) cursors[b.origin] = Math.max(cursors[b.origin] ?? -1, b.originLast);
+    return { cursors, deletedUpTo: { ...log.deleted } };
   }
 }
 

@@ -153,7 +153,11 @@ async function readAll(slots: Slot[], maxBytesTotal: number, replica: boolean, r
       r.logStartOffset = p.logStartOffset;
       r.logEndOffset = p.logEndOffset;
       r.leaderEpoch = p.leaderEpoch;
-      if (p.settings.scope === 'global') r.originCursors = originCursorsOf(p, region);
+      if (p.settings.scope === 'global') {
+        r.originCursors = originCursorsOf(p, region);
+        const ownDeleted = p.origins.ownDeletedUpTo();
+        r.originDeletedUpTo = { ...p.origins.deletedUpTo(), ...(ownDeleted >= 0 ? { [region]: ownDeleted } : {}) };
+      }
       if (s.refused) {
         // The marks still go with the refusal: a follower behind the log start resets by them.
         r.error = s.refused;

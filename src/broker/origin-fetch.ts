@@ -26,10 +26,10 @@ export interface OriginRead {
 
 /**
  * Per origin region, the highest origin offset held: the origin state's cursors, and for this
- * region the HW - 1 (the highest own offset a consumer could read; -1 when none).
+ * region the last of its own offsets a consumer can read (-1 when none).
  */
 export function originCursorsOf(p: Partition, region: string): Record<string, number> {
-  return { ...p.origins.cursors(), [region]: p.highWatermark - 1 };
+  return { ...p.origins.cursors(), [region]: p.origins.ownHead(p.highWatermark) };
 }
 
 /**

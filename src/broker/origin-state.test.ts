@@ -90,6 +90,40 @@ describe('OriginState as an append guard', () => {
     expect(origins.cursor('us-east')).toBe(5);
   });
 
+  it('own deleted: the last own offset retention took, not the applied records around it', async () => {
+    const config = { segmentBytesMax: 500, messageBytesMax: 500, retentionBytes: 500, tailCacheBytesMax: 0 };
+    const { log, origins } = await open(new MemoryStorage(), config);
+    const pad = (v: string) => v.padEnd(150, '~');
+    await log.append(await buildBatch([{ value: pad('own-0') }], { nowMs: NOW })); // 0
+    for (let i = 0; i < 5; i++) await log.append(await buildBatch([{ value: pad(`e${i}`) }], { origin: { region: 'us-east', offset: i }, nowMs: NOW })); // 1..5
+    expect(origins.ownDeletedUpTo()).toBe(-1);
+    await log.applyRetention();
+    expect(log.logStartOffset).toBeGreaterThan(1);
+    // Offsets 1.. were us-east's: only offset 0 was this region's own.
+    expect(origins.ownDeletedUpTo()).toBe(0);
+    expect(origins.ownHead(log.logEndOffset)).toBe(-1);
+  });
+
+  it('reports nothing deleted while the log starts at 0', async () => {
+    const { log, origins } = await open(new MemoryStorage());
+    await log.append(await fromOrigin('us-east', 0, 2));
+    expect(origins.deletedUpTo()).toEqual({});
+  });
+
+  it("own head: the last own record below the HW, not a record applied from another region", async () => {
+    const { log, origins } = await open(new MemoryStorage());
+    expect(origins.ownHead(0)).toBe(-1);
+    await log.append(await own(2)); // 0..1
+    await log.append(await fromOrigin('us-east', 0, 2)); // 2..3
+    expect(origins.ownHead(4)).toBe(1);
+    await log.append(await own(1)); // 4
+    expect(origins.ownHead(4)).toBe(1); // 4 is not below the HW yet
+    expect(origins.ownHead(5)).toBe(4);
+    const again = new OriginState();
+    await again.rebuild(log);
+    expect(again.ownHead(5)).toBe(4);
+  });
+
   it('rebuilds from the log to the state it reached incrementally, and a truncation rolls it back', async () => {
     const storage = new MemoryStorage();
     const { log, origins } = await open(storage);
@@ -167,6 +201,12 @@ describe('OriginState as an append guard', () => {
     expect(origins.locate('us-east', 0)).toBe(log.logStartOffset);
     expect(origins.indexEntries('us-east')).toBe(6 - log.logStartOffset);
     expect(origins.cursor('us-east')).toBe(5);
+    // What retention took is reported, so a relay never serves a region that needs it.
+    expect(origins.deletedUpTo()).toEqual({ 'us-east': log.logStartOffset - 1 });
+    // And after a restart (the rebuild sees only what is left), the same bound holds.
+    const again = new OriginState();
+    await again.rebuild(log);
+    expect(again.deletedUpTo()).toEqual({ 'us-east': log.logStartOffset - 1 });
   });
 
   it('leaves origin-tagged batches to the origin state: their producer fields never reach the producer state', async () => {

@@ -45,7 +45,20 @@ interface OriginTrack {
   cursorAppendMs: number;
   /** Sorted by localBase and (since the leader keeps each origin's order) by origin offset. */
   index: IndexEntry[];
+  /**
+   * Highest origin offset of this origin's records that retention deleted here (-1: none), or a
+   * bound above it. A region relays an origin's records only to a region whose cursor is at or
+   * past this: below it the relay would skip what it no longer holds, silently.
+   */
+  deletedUpTo: number;
 }
+
+/**
+ * Runs of this region's own records (consecutive local offsets without an origin) remembered per
+ * partition. Past the bound, neighbouring runs merge (the foreign records between them counted as
+ * own: an over-estimate, which only makes a reported gap wider, never hides one).
+ */
+export const OWN_RUNS_MAX = 4096;
 
 interface StagedBatch {
   origin: string;
@@ -65,6 +78,11 @@ export interface OriginStateOptions {
 export class OriginState implements AppendGuard {
   private readonly committed = new Map<string, OriginTrack>();
   private staged: StagedBatch[] = [];
+  /** Runs [first, last] of own records in the local log, oldest first (bounded by OWN_RUNS_MAX). */
+  private ownRuns: [number, number][] = [];
+  private stagedOwn: [number, number][] = [];
+  /** Highest own offset retention deleted (or a bound above it); -1: none. */
+  private ownDeleted = -1;
   private readonly clock: Clock;
   private readonly indexEntriesMax: number;
   private logStart: () => number = () => 0;
@@ -84,6 +102,50 @@ export class OriginState implements AppendGuard {
     const out: Record<string, number> = {};
     for (const [origin, t] of this.committed) out[origin] = t.cursor;
     return out;
+  }
+
+  /** Per origin, the highest of its origin offsets retention deleted here (or a bound above it); absent: none. */
+  deletedUpTo(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const [origin, t] of this.committed) {
+      this.pruneBelow(t, this.logStart());
+      if (t.deletedUpTo >= 0) out[origin] = t.deletedUpTo;
+    }
+    return out;
+  }
+
+  /**
+   * The last offset of this region's own records that a consumer can read (below `hw`): what the
+   * other regions' replicators are behind. Records applied from others do not count, so a region
+   * that only applied is not "ahead" of anyone.
+   */
+  ownHead(hw: number): number {
+    for (let i = this.ownRuns.length - 1; i >= 0; i--) {
+      const [first, last] = this.ownRuns[i]!;
+      if (first < hw) return Math.min(last, hw - 1);
+    }
+    return -1;
+  }
+
+  /**
+   * The highest of this region's own offsets that retention deleted (or a bound above it), -1 for
+   * none: a replicator that fell below the log start lost own records only up to here (offsets
+   * between are records this region had applied from others, which are not its to report).
+   */
+  ownDeletedUpTo(): number {
+    const start = this.logStart();
+    let n = 0;
+    while (n < this.ownRuns.length && this.ownRuns[n]![0] < start) {
+      const [, last] = this.ownRuns[n]!;
+      this.ownDeleted = Math.max(this.ownDeleted, Math.min(last, start - 1));
+      if (last >= start) {
+        this.ownRuns[n]![0] = start;
+        break;
+      }
+      n++;
+    }
+    if (n > 0) this.ownRuns.splice(0, n);
+    return this.ownDeleted;
   }
 
   /** Index entries held for `origin` (bounded by ORIGIN_INDEX_ENTRIES_MAX). */
@@ -147,7 +209,10 @@ export class OriginState implements AppendGuard {
 
   /** Stages a batch that is being written at `placement.baseOffset` (no checks). */
   record(h: BatchHeader, placement: { baseOffset: number }, appendMs = this.clock.nowMs()): void {
-    if (h.originRegion === null) return;
+    if (h.originRegion === null) {
+      this.stagedOwn.push([placement.baseOffset, placement.baseOffset + h.lastOffsetDelta]);
+      return;
+    }
     this.staged.push({
       origin: h.originRegion,
       entry: { originBase: h.originOffset, originLast: h.originOffset + h.lastOffsetDelta, localBase: placement.baseOffset },
@@ -159,10 +224,20 @@ export class OriginState implements AppendGuard {
   commit(): void {
     for (const s of this.staged) this.apply(s);
     this.staged = [];
+    for (const [first, last] of this.stagedOwn) {
+      const tail = this.ownRuns[this.ownRuns.length - 1];
+      if (tail && tail[1] + 1 === first) tail[1] = last;
+      else {
+        if (this.ownRuns.length >= OWN_RUNS_MAX) mergeRuns(this.ownRuns);
+        this.ownRuns.push([first, last]);
+      }
+    }
+    this.stagedOwn = [];
   }
 
   abort(): void {
     this.staged = [];
+    this.stagedOwn = [];
   }
 
   /**
@@ -174,6 +249,10 @@ export class OriginState implements AppendGuard {
   async rebuild(log: PartitionLog, options: { scan?: boolean } = {}): Promise<number> {
     this.committed.clear();
     this.staged = [];
+    this.ownRuns = [];
+    this.stagedOwn = [];
+    // What retention took before this open is not in the log any more: all of it may have been own.
+    this.ownDeleted = log.logStartOffset - 1;
     this.logStart = () => log.logStartOffset;
     if (options.scan === false) return 0;
     let from = log.logStartOffset;
@@ -185,7 +264,6 @@ export class OriginState implements AppendGuard {
         const h = readBatchHeader(b);
         if (h.baseOffset + h.lastOffsetDelta < from) continue;
         scanned++;
-        if (h.originRegion === null) continue;
         // The write time is not stored; the batch's newest timestamp stands in for it (as in
         // producer-state.ts), used only by duplicate answers.
         this.record(h, { baseOffset: h.baseOffset }, h.maxTimestamp);
@@ -193,6 +271,9 @@ export class OriginState implements AppendGuard {
       }
       from = r.nextOffset;
     }
+    // A log that no longer starts at 0 may have lost records of any origin to retention: below
+    // each origin's first held batch nothing can be vouched for (a conservative bound).
+    if (log.logStartOffset > 0) for (const t of this.committed.values()) t.deletedUpTo = Math.max(t.deletedUpTo, (t.index[0]?.originBase ?? t.cursor + 1) - 1);
     return scanned;
   }
 
@@ -234,7 +315,7 @@ export class OriginState implements AppendGuard {
   private apply(s: StagedBatch): void {
     let t = this.committed.get(s.origin);
     if (!t) {
-      t = { cursor: -1, cursorLocalBase: -1, cursorLocalLast: -1, cursorAppendMs: 0, index: [] };
+      t = { cursor: -1, cursorLocalBase: -1, cursorLocalLast: -1, cursorAppendMs: 0, index: [], deletedUpTo: -1 };
       this.committed.set(s.origin, t);
     }
     // A follower copies whatever its leader holds; only batches past the cursor move it or enter
@@ -253,8 +334,22 @@ export class OriginState implements AppendGuard {
   private pruneBelow(t: OriginTrack, logStartOffset: number): void {
     let n = 0;
     while (n < t.index.length && t.index[n]!.localBase < logStartOffset) n++;
-    if (n > 0) t.index.splice(0, n);
+    if (n === 0) return;
+    t.index.splice(0, n);
+    // The entries are sparse: what was deleted reaches at most up to the first one left.
+    t.deletedUpTo = Math.max(t.deletedUpTo, (t.index[0]?.originBase ?? t.cursor + 1) - 1);
   }
+}
+
+/** Halves the runs by merging neighbours pairwise (the newest run kept as it is). */
+function mergeRuns(runs: [number, number][]): void {
+  const out: [number, number][] = [];
+  const last = runs.length - 1;
+  let i = 0;
+  for (; i + 1 < last; i += 2) out.push([runs[i]![0], runs[i + 1]![1]]);
+  for (; i <= last; i++) out.push(runs[i]!);
+  runs.length = 0;
+  runs.push(...out);
 }
 
 /** Keeps every other entry, the newest included (it answers the latest lookups exactly). */

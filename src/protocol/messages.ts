@@ -148,6 +148,8 @@ export interface FetchPartitionResult {
   scannedTo?: number;
   /** Global topics: highest origin offset held per origin region, the broker's own included. */
   originCursors?: Record<string, number>;
+  /** Global topics: per origin, the highest origin offset retention deleted here (or a bound above it). */
+  originDeletedUpTo?: Record<string, number>;
 }
 export interface FetchTopicResult {
   name: string;
