@@ -34,6 +34,39 @@ const WAN_LATENCY_MS = 25;
 const RESTART_DELAY_MS = 12_000;
 const DETECT_MS_MAX = 30_000;
 
+/**
+ * The simulation half (`npm run bench:mesh:sim` writes bench/results/mesh-sim.json; run it first):
+ * its rows, with the figures the issue names first and the rest (memberlist's bounds) kept.
+ */
+async function simRows(): Promise<unknown[]> {
+  try {
+    const doc = JSON.parse(await readFile(SIM_RESULTS, 'utf8')) as { sim?: Record<string, unknown>[] } | Record<string, unknown>[];
+    const rows = Array.isArray(doc) ? doc : (doc.sim ?? []);
+    return rows.map((r) => ({
+      members: r.members,
+      lossRate: r.lossRate,
+      detectMsMedian: r.detectMsMedian,
+      falseSuspicionsPerMemberHour: r.falseSuspicionsPerMemberHour,
+      falseDeaths: r.falseDeaths,
+      bytesPerMemberPerSec: r.bytesPerMemberPerSec,
+      ...r,
+    }));
+  } catch (err) {
+    progress(`simulation rows unavailable (${SIM_RESULTS}: ${(err as Error).message}); run npm run bench:mesh:sim first`, tag);
+    return [];
+  }
+}
+
+/** The simulation's Lifeguard comparison (slow members, Lifeguard on and off), carried as it is. */
+async function simExtras(): Promise<Record<string, unknown>> {
+  try {
+    const doc = JSON.parse(await readFile(SIM_RESULTS, 'utf8')) as Record<string, unknown>;
+    return { lifeguard: doc.lifeguard ?? null, slowMemberLossy: doc.slowMemberLossy ?? null };
+  } catch {
+    return {};
+  }
+}
+
 interface MeshView {
   self: { member: string };
   members: { member: string; state: string; incarnation: number }[];
@@ -183,14 +216,7 @@ async function main(): Promise<void> {
     const detect = await detection();
     const heal = await healConvergence();
     const lossy = await lossyRun();
-    // The simulation half ran first (`npm run bench:mesh` runs bench/mesh-sim.ts, then this).
-    let sim: unknown[] = [];
-    try {
-      const simResults = JSON.parse(await readFile(SIM_RESULTS, 'utf8')) as { rows?: unknown[] } | unknown[];
-      sim = Array.isArray(simResults) ? simResults : (simResults.rows ?? []);
-    } catch (err) {
-      progress(`simulation rows unavailable (${SIM_RESULTS}: ${(err as Error).message}); run npm run bench:mesh:sim`, tag);
-    }
+    const sim = await simRows();
     const results = {
       rttMs: 2 * WAN_LATENCY_MS,
       real: {
@@ -203,6 +229,7 @@ async function main(): Promise<void> {
         deadSeenDuringPartition: heal.deadSeenBeforeHeal,
       },
       sim,
+      ...(await simExtras()),
       tookSec: Math.round((Date.now() - started) / 1000),
     };
     await mkdir(fileURLToPath(new URL('./results/', import.meta.url)), { recursive: true });

@@ -72,6 +72,9 @@ function intParam(raw: string | undefined, name: string, o: { fallback?: number;
   return n;
 }
 
+/** How long a created topic may take to show in the metadata of the broker a describe reaches. */
+const CREATED_VISIBLE_MS_MAX = 5_000;
+
 /** acks=geo's wait when the request names none: the gateway's usual produce bound. */
 const GEO_TIMEOUT_MS_DEFAULT = 30_000;
 /** Longest acks=geo wait a request may ask for. */
@@ -227,9 +230,24 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
       await deps.mesh.createGlobal({ name: topic.name, partitions: topic.partitions, config: topic.config ?? {}, ...(topic.replicationFactor !== undefined ? { replicationFactor: topic.replicationFactor } : {}) });
     } else await backend.admin.createTopics([topic]);
     backend.forget(topic.name);
-    const [described] = await backend.admin.describeTopics([topic.name]);
-    return c.json(described ?? { name: topic.name }, 201);
+    return c.json((await describeCreated(topic.name)) ?? { name: topic.name }, 201);
   });
+
+  /**
+   * The description of a topic just created: the broker that answers may not have the new
+   * metadata yet (a cell of several brokers), so UNKNOWN_TOPIC is asked again for a bounded while.
+   */
+  async function describeCreated(name: string) {
+    const deadline = Date.now() + CREATED_VISIBLE_MS_MAX;
+    for (;;) {
+      try {
+        return (await backend.admin.describeTopics([name]))[0];
+      } catch (err) {
+        if (!(err instanceof EdgeqError && err.code === 'UNKNOWN_TOPIC_OR_PARTITION') || Date.now() > deadline) throw err;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  }
 
   app.get('/v1/topics', async (c) => {
     const p = c.get('principal');
