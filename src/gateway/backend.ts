@@ -213,7 +213,7 @@ export class GatewayBackend {
           const now = consumer.positions()[0]?.offset ?? null;
           if (now !== null && now !== o.offset) {
             // The fetch said the offset is out of range and the consumer reset: retention removed it.
-            throw new EdgeqError('OFFSET_OUT_OF_RANGE', `offset ${o.offset} is no longer in the log (retention removed it)`, { details: { topic, partition, offset: o.offset, highWatermark } });
+            throw new EdgeqError('OFFSET_OUT_OF_RANGE', `offset ${o.offset} is no longer in the log (retention removed it; the log starts at ${now})`, { details: { topic, partition, offset: o.offset, highWatermark, logStartOffset: now } });
           }
           throw unservedRead({ topic, partition, offset: o.offset, highWatermark });
         }

@@ -20,6 +20,8 @@ export interface Problem {
   code: ErrorCode;
   detail: string;
   retriable: boolean;
+  /** OFFSET_OUT_OF_RANGE of a read below the log start: where the log starts now. */
+  logStartOffset?: number;
 }
 
 /** Stable type URI for a code (a URN: there is no page to dereference, and the code is the contract). */
@@ -38,7 +40,10 @@ function titleOf(code: ErrorCode): string {
  */
 export function toProblem(err: unknown): Problem {
   const e = err instanceof EdgeqError ? err : new EdgeqError('UNKNOWN', 'internal error', { cause: err });
-  return { type: problemType(e.code), title: titleOf(e.code), status: ERROR_SPECS[e.code].http, code: e.code, detail: e.message, retriable: e.retriable };
+  const problem: Problem = { type: problemType(e.code), title: titleOf(e.code), status: ERROR_SPECS[e.code].http, code: e.code, detail: e.message, retriable: e.retriable };
+  // A read below the log start says where the log starts now, so a reader can go on from there.
+  if (e.code === 'OFFSET_OUT_OF_RANGE' && typeof e.details['logStartOffset'] === 'number') problem.logStartOffset = e.details['logStartOffset'];
+  return problem;
 }
 
 /** The realm of the gateway's `WWW-Authenticate` challenges. */

@@ -5,6 +5,9 @@
 // bridged by the third (relay); a 30 s cut heals and converges; a region whose every process is
 // killed catches up from its cursors and its own unexchanged writes still reach the others; the
 // bad inputs of global topics are refused and change nothing.
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sleep, testSeed, waitFor } from '../../src/testing/index.ts';
 import { seededRandom } from '../../src/core/index.ts';
@@ -34,6 +37,18 @@ afterAll(async () => {
   await stopAllDevs();
   await cleanupTempDirs();
 });
+
+const BIN = fileURLToPath(new URL('../../bin/edgeq.js', import.meta.url));
+/** Runs the CLI; its exit code and output. */
+async function cli(args: string[]): Promise<{ code: number; out: string }> {
+  try {
+    const r = await promisify(execFile)(process.execPath, [BIN, ...args], { timeout: 90_000 });
+    return { code: 0, out: r.stdout + r.stderr };
+  } catch (err) {
+    const e = err as { code?: number; stdout?: string; stderr?: string };
+    return { code: typeof e.code === 'number' ? e.code : -1, out: `${e.stdout ?? ''}${e.stderr ?? ''}` };
+  }
+}
 
 /** Produces `rounds` requests of `batch` unique values per region and partition, all regions at once; returns the acknowledged values per partition. */
 async function produceEverywhere(topic: string, partitions: number, rounds: number, batch: number, tag: string, regions = geo.regions): Promise<Map<number, Set<string>>> {
@@ -142,6 +157,14 @@ describe('global topics between three regions', () => {
     expect(badScope.status).toBe(400);
     expect(badScope.json.code).toBe('INVALID_ARGUMENT');
     expect((await geo.call(A, 'GET', '/v1/topics/geo-bad')).status).toBe(404);
+
+    // The CLI: a bad scope is refused before anything is asked; a global topic goes through a gateway.
+    const badCli = await cli(['topics', 'create', 'geo-bad', '--scope', 'planet', '--gateway', geo.gateway(A)]);
+    expect(badCli.code).toBe(2);
+    expect(badCli.out).toMatch(/INVALID_ARGUMENT.*--scope/);
+    const made = await cli(['topics', 'create', 'geo-cli', '--partitions', '2', '--scope', 'global', '--gateway', geo.gateway(A)]);
+    expect(made.code, made.out).toBe(0);
+    await waitFor('geo-cli in every region', 30_000, async () => ((await Promise.all(geo.regions.map((r) => geo.call(r, 'GET', '/v1/topics/geo-cli')))).every((x) => x.status === 200 && x.json.config.scope === 'global') ? true : undefined), 250);
 
     await geo.call(A, 'POST', '/v1/topics', { name: 'geo-local', partitions: 1 });
     // The same name again as global: a scope cannot change.

@@ -23,6 +23,7 @@ export interface ReplicationRow {
   lagMs: number;
   source: string | null;
   stalled: boolean;
+  appliedRecords: number;
 }
 
 export interface GeoMesh {
@@ -79,6 +80,11 @@ export class Geo {
     let offset = 0;
     for (let i = 0; i < 10_000; i++) {
       const r = await this.call(region, 'GET', `/v1/topics/${topic}/partitions/${partition}/records?offset=${offset}&maxRecords=1000`);
+      // Retention took the start: go on from where the log starts now.
+      if (r.status === 416 && typeof r.json?.logStartOffset === 'number' && r.json.logStartOffset > offset) {
+        offset = r.json.logStartOffset;
+        continue;
+      }
       if (r.status !== 200) throw new Error(`read ${region} ${topic}-${partition}@${offset}: ${r.status} ${JSON.stringify(r.json)}`);
       for (const rec of r.json.records as { offset: number; value: string; originRegion: string; originOffset: number }[]) {
         out.push({ offset: rec.offset, value: rec.value, originRegion: rec.originRegion, originOffset: rec.originOffset });

@@ -5,7 +5,7 @@
  */
 import type { Command } from 'commander';
 import { createClient, type EdgeqClient } from '../../client/index.ts';
-import { EdgeqError } from '../../core/index.ts';
+import { EdgeqError, ERROR_SPECS, type ErrorCode } from '../../core/index.ts';
 
 const BROKERS_DEFAULT = '127.0.0.1:9092';
 
@@ -46,6 +46,29 @@ function parseConfig(pairs: string[]): Record<string, string> {
   return out;
 }
 
+const GATEWAY_DEFAULT = 'http://127.0.0.1:8080';
+
+/** POST /v1/topics at a gateway; a refusal becomes the typed error its problem+json names. */
+async function createGlobal(gateway: string, body: Record<string, unknown>, ifNotExists: boolean): Promise<void> {
+  const key = process.env.EDGEQ_API_KEY;
+  let res: Response;
+  try {
+    res = await fetch(`${gateway.replace(/\/$/, '')}/v1/topics`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(60_000),
+    });
+  } catch (err) {
+    throw new EdgeqError('CONNECTION_CLOSED', `gateway ${gateway} did not answer: ${(err as Error).message}`);
+  }
+  if (res.ok) return;
+  const problem = (await res.json().catch(() => ({}))) as { code?: string; detail?: string };
+  if (ifNotExists && problem.code === 'TOPIC_ALREADY_EXISTS') return;
+  const code = (problem.code && problem.code in ERROR_SPECS ? problem.code : 'UNKNOWN') as ErrorCode;
+  throw new EdgeqError(code, `gateway ${gateway}: ${problem.detail ?? `HTTP ${res.status}`}`);
+}
+
 function positiveInt(name: string, text: string): number {
   const n = Number(text);
   if (!Number.isInteger(n) || n < 1) throw new EdgeqError('INVALID_ARGUMENT', `${name} must be a positive integer, got "${text}"`);
@@ -65,7 +88,22 @@ export function registerTopicsCommands(program: Command): void {
     .option('-r, --replication-factor <n>', 'replicas per partition (default: min(3, brokers in the cell), 1 on a lone broker)')
     .option('-c, --config <key=value...>', 'topic config overrides, e.g. retention.ms=60000', [])
     .option('--if-not-exists', 'succeed when the topic already exists', false)
-    .action(async (name: string, opts: { partitions: string; replicationFactor?: string; config: string[]; ifNotExists: boolean }, cmd: Command) => {
+    .option('--scope <scope>', 'local (this region only) or global (every region, through a gateway\'s mesh catalogue)', 'local')
+    .option('--gateway <url>', 'gateway for --scope global (default $EDGEQ_GATEWAY or http://127.0.0.1:8080; API key from $EDGEQ_API_KEY)')
+    .action(async (name: string, opts: { partitions: string; replicationFactor?: string; config: string[]; ifNotExists: boolean; scope: string; gateway?: string }, cmd: Command) => {
+      if (opts.scope !== 'local' && opts.scope !== 'global') throw new EdgeqError('INVALID_ARGUMENT', `--scope must be local or global, got "${opts.scope}"`);
+      if (opts.scope === 'global') {
+        // A global topic is created in every region by the mesh's catalogue, which the gateways run.
+        await createGlobal(opts.gateway ?? process.env.EDGEQ_GATEWAY ?? GATEWAY_DEFAULT, {
+          name,
+          partitions: positiveInt('--partitions', opts.partitions),
+          ...(opts.replicationFactor !== undefined ? { replicationFactor: positiveInt('--replication-factor', opts.replicationFactor) } : {}),
+          config: parseConfig(opts.config),
+          scope: 'global',
+        }, opts.ifNotExists);
+        print({ created: name, scope: 'global' });
+        return;
+      }
       await withClient(cmd, async (client) => {
         await client.admin().createTopics(
           [
