@@ -26,7 +26,8 @@
  * Knobs: BENCH_GEO_SYSTEMS (nats,edgeq), BENCH_GEO_SIZES (100,1024), BENCH_GEO_SMOKE=1 (short
  * everything, results to the temp folder unless BENCH_GEO_OUT), BENCH_GEO_REPLICATE_MSGS,
  * BENCH_GEO_WINDOW, BENCH_GEO_RATE, BENCH_GEO_LAG_S, BENCH_GEO_PARTITION_S, BENCH_GEO_CATCHUP_RATE,
- * BENCH_GEO_BANDWIDTH (bytes/s), BENCH_GEO_OUT.
+ * BENCH_GEO_BANDWIDTH (bytes/s), BENCH_GEO_OUT; BENCH_GEO_EDGEQ_READ_AT=origin checks the edgeq harness
+ * before the exchange lands (its reader reads the origin's own log: no replication measured).
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
@@ -43,6 +44,8 @@ import { geoTable, geoTargets, type GeoRow } from './lib/geo-report.ts';
 
 const tag = 'bench:geo';
 const SMOKE = process.env.BENCH_GEO_SMOKE === '1';
+/** Harness self-check while the exchange is missing: edgeq's reader reads the origin's own log (no replication measured). */
+const EDGEQ_READ_AT_ORIGIN = process.env.BENCH_GEO_EDGEQ_READ_AT === 'origin';
 const LATENCY_MS = 25;
 const RTT_MS = 2 * LATENCY_MS;
 
@@ -93,13 +96,14 @@ async function measureSize(sys: GeoSystem, size: number): Promise<GeoRow> {
     progress(`${sys.system} ${size} B: lag at ${l.ratePerSec}/s p50 ${l.p50Ms} p99 ${l.p99Ms} p99.9 ${l.p999Ms} ms (${l.missing} missing)`, tag);
     const c: CatchupPhaseFigures = await catchup(sys, ch, log, ids, size, SETTINGS);
     row.catchup = c;
-    row.catchupMsgsPerSec = c.complete ? (c.figures?.msgsPerSec ?? null) : null;
-    progress(`${sys.system} ${size} B: catch-up ${c.figures?.msgsPerSec ?? '-'}/s (${c.figures?.seconds ?? '-'} s; wire ${c.figures?.wireFractionOfLimit ?? '-'} of the limit; complete ${c.complete})`, tag);
-    row.ok = r.complete && l.missing === 0 && c.complete;
+    row.catchupMsgsPerSec = c.complete && c.cutHeld ? (c.figures?.msgsPerSec ?? null) : null;
+    progress(`${sys.system} ${size} B: catch-up ${c.figures?.msgsPerSec ?? '-'}/s (${c.figures?.seconds ?? '-'} s; wire ${c.figures?.wireFractionOfLimit ?? '-'} of the limit; complete ${c.complete}; cut held ${c.cutHeld})`, tag);
+    row.ok = r.complete && l.missing === 0 && c.complete && c.cutHeld;
     row.strays = log.strays;
   } catch (err) {
     const e = toEdgeqError(err);
-    row.error = { code: e.code, message: e.message };
+    const readerError = ch.readerError();
+    row.error = { code: e.code, message: readerError === null ? e.message : `${e.message} (the remote reader stopped: ${readerError})` };
     progress(`${sys.system} ${size} B failed: ${e.code} ${e.message}`, tag);
   } finally {
     await ch.close().catch(() => undefined);
@@ -113,7 +117,7 @@ async function runSystem(name: 'nats' | 'edgeq'): Promise<{ rows: GeoRow[]; info
   let sys: (GeoSystem & { servers?: unknown; regions?: unknown }) | null = null;
   try {
     progress(`${name}: starting two regions, ${LATENCY_MS} ms one way between them`, tag);
-    sys = name === 'nats' ? await startNatsGeo(join(root, 'nats'), LATENCY_MS) : await startEdgeqGeo(join(root, 'edgeq'), LATENCY_MS);
+    sys = name === 'nats' ? await startNatsGeo(join(root, 'nats'), LATENCY_MS) : await startEdgeqGeo(join(root, 'edgeq'), LATENCY_MS, { readAtOrigin: EDGEQ_READ_AT_ORIGIN });
     const rows: GeoRow[] = [];
     for (const size of SIZES) rows.push(await measureSize(sys, size));
     return { rows, info: { origin: sys.origin, remote: sys.remote, ...(sys.servers ? { ports: sys.servers } : {}), ...(sys.regions ? { regions: sys.regions } : {}), seconds: Math.round((performance.now() - t0) / 1000) } };
@@ -128,7 +132,7 @@ async function runSystem(name: 'nats' | 'edgeq'): Promise<{ rows: GeoRow[]; info
 
 async function main(): Promise<void> {
   const started = performance.now();
-  const out = process.env.BENCH_GEO_OUT ?? (SMOKE ? join(tmpdir(), 'edgeq-geo-smoke.json') : fileURLToPath(new URL('./results/geo.json', import.meta.url)));
+  const out = process.env.BENCH_GEO_OUT ?? (SMOKE || EDGEQ_READ_AT_ORIGIN ? join(tmpdir(), 'edgeq-geo-smoke.json') : fileURLToPath(new URL('./results/geo.json', import.meta.url)));
   const rows: GeoRow[] = [];
   const systems: Record<string, unknown> = {};
   try {
@@ -148,7 +152,7 @@ async function main(): Promise<void> {
     date: new Date().toISOString(),
     smoke: SMOKE,
     machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', node: process.version },
-    settings: { ...SETTINGS, oneWayLatencyMs: LATENCY_MS, sizes: SIZES, systems: SYSTEMS },
+    settings: { ...SETTINGS, oneWayLatencyMs: LATENCY_MS, sizes: SIZES, systems: SYSTEMS, ...(EDGEQ_READ_AT_ORIGIN ? { edgeqReadAt: 'origin (self-check)' } : {}) },
     systems,
     notes: [
       'replicateMsgsPerSec: records readable at the remote per second, from the first to the last (the origin publishing as fast as its acks allow, at most `replicateWindow` unanswered).',

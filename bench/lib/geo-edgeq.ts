@@ -3,28 +3,23 @@
  * between the regions through the dev supervisor's link emulator, `latencyMs` one way), one global
  * topic per message size created at the origin's gateway, produced to at the origin's brokers with
  * the binary client (acks=all, idempotent) and read at the remote's brokers with the binary
- * consumer, which timestamps each record as it becomes readable there. Links change through the
+ * consumer (in the reader process), which timestamps each record as it becomes readable there. Links change through the
  * dev control API (`PUT /v1/dev/links/{from}/{to}`).
  *
  * Written against the exchange's contract (issue 13): the remote region's log of a global topic
  * holds the origin's records, each carrying `originRegion`/`originOffset`. Without the exchange
  * nothing ever arrives at the remote, and the probe fails with `noArrivalHint`.
  */
-import { createClient, type ConsumerRecord, type EdgeqClient } from '../../src/client/index.ts';
+import { createClient, type EdgeqClient } from '../../src/client/index.ts';
 import { EdgeqError } from '../../src/core/errors.ts';
 import { DEV_REGIONS_PORT_SPAN, freeRange, startDevRegions, stopAllDevs } from '../../test/helpers/dev-process.ts';
-import { progress, sleep, waitUntil } from './harness.ts';
+import { waitUntil } from './harness.ts';
 import type { ArrivalLog } from './geo-measure.ts';
+import { startRemoteReader } from './geo-reader.ts';
 import type { GeoChannel, GeoLinkChange, GeoSystem } from './geo-phases.ts';
 
 /** How long the global topic gets to appear at the remote (the catalogue converges in ~2 s). */
 const TOPIC_WAIT_MS = 30_000;
-/** Records one poll of the remote reader takes at most. */
-const READ_POLL_RECORDS_MAX = 50_000;
-/** Consecutive failed polls after which the remote reader gives up (each is followed by READ_RETRY_MS). */
-const READ_FAILURES_MAX = 50;
-const READ_RETRY_MS = 200;
-const tag = 'bench:geo';
 
 async function json(res: Response, what: string): Promise<unknown> {
   if (!res.ok) throw new EdgeqError('UNKNOWN', `${what}: HTTP ${res.status} ${await res.text()}`, { details: { status: res.status } });
@@ -32,7 +27,11 @@ async function json(res: Response, what: string): Promise<unknown> {
 }
 
 /** Starts the deployment and returns the system; `dataDir` is removed by the caller. */
-export async function startEdgeqGeo(dataDir: string, latencyMs: number): Promise<GeoSystem & { regions: { origin: string; remote: string; originBrokers: string; remoteBrokers: string } }> {
+export async function startEdgeqGeo(
+  dataDir: string,
+  latencyMs: number,
+  options: { readAtOrigin?: boolean } = {},
+): Promise<GeoSystem & { regions: { origin: string; remote: string; originBrokers: string; remoteBrokers: string; readAt: string } }> {
   const base = await freeRange(DEV_REGIONS_PORT_SPAN);
   const dev = startDevRegions(dataDir, base, { regions: '2', brokersPerRegion: 1, wanLatencyMs: latencyMs });
   const clients: EdgeqClient[] = [];
@@ -44,8 +43,11 @@ export async function startEdgeqGeo(dataDir: string, latencyMs: number): Promise
     const ready = await dev.ready;
     const [a, b] = ready.regions as [(typeof ready.regions)[number], (typeof ready.regions)[number]];
     const origin = createClient({ brokers: a.brokers.split(','), clientId: 'geo-origin' });
-    const remote = createClient({ brokers: b.brokers.split(','), clientId: 'geo-remote' });
-    clients.push(origin, remote);
+    // readAtOrigin: a self-check of this harness (producer, reader, matching, link control)
+    // while the exchange is missing: the "remote" reader reads the origin's own log. Its figures
+    // measure no replication.
+    const readBrokers = options.readAtOrigin ? a.brokers : b.brokers;
+    clients.push(origin);
     // Throughput: batching (5 ms linger, large batches), as the produce bench does. Latency: no
     // linger, each record out at once as JetStream's publish does. Both acks=all, idempotent.
     const batching = origin.producer({ acks: 'all', idempotent: true, lingerMs: 5, batchBytesMax: 256 * 1024, bufferBytesMax: 256 * 1024 * 1024 });
@@ -57,7 +59,7 @@ export async function startEdgeqGeo(dataDir: string, latencyMs: number): Promise
       origin: a.region,
       remote: b.region,
       noArrivalHint: `nothing of the global topic reached ${b.region}'s log: is the cross-region exchange of global topics (issue 13) in this build?`,
-      regions: { origin: a.region, remote: b.region, originBrokers: a.brokers, remoteBrokers: b.brokers },
+      regions: { origin: a.region, remote: b.region, originBrokers: a.brokers, remoteBrokers: b.brokers, readAt: options.readAtOrigin ? `${a.region} (self-check: no replication measured)` : b.region },
       async open(size: number, log: ArrivalLog): Promise<GeoChannel> {
         const topic = `geo-${size}`;
         await json(
@@ -66,43 +68,12 @@ export async function startEdgeqGeo(dataDir: string, latencyMs: number): Promise
         );
         const atRemote = await waitUntil(async () => ((await json(await fetch(`${b.gateway}/v1/topics`), 'GET /v1/topics')) as { topics: string[] }).topics.includes(topic), TOPIC_WAIT_MS, 100);
         if (!atRemote) throw new EdgeqError('TIMEOUT', `global topic ${topic} created at ${a.region} did not appear at ${b.region} within ${TOPIC_WAIT_MS} ms`, { details: { topic } });
-        const consumer = remote.consumer({ fromBeginning: true, maxWaitMs: 500, partitionFetchBytesMax: 4 * 1024 * 1024, fetchMaxBytes: 16 * 1024 * 1024, pollRecordsMax: READ_POLL_RECORDS_MAX });
-        consumer.assign([{ topic, partition: 0 }]);
-        let reading = true;
-        const reader = (async () => {
-          let failures = 0;
-          while (reading) {
-            let records: ConsumerRecord[];
-            try {
-              records = await consumer.poll({ maxRecords: READ_POLL_RECORDS_MAX, timeoutMs: 500 });
-              failures = 0;
-            } catch (err) {
-              if (!reading) break;
-              if (++failures >= READ_FAILURES_MAX) throw err;
-              progress(`edgeq reader at ${b.region}: poll failed (${(err as Error).message}); retrying`, tag);
-              await sleep(READ_RETRY_MS);
-              continue;
-            }
-            const at = performance.now();
-            for (const r of records) {
-              // The exchange's records carry their origin (issue 13); only A's own count. A record
-              // without the field (a build whose client does not return it yet) is matched by the
-              // id in its payload alone: nobody else writes to this topic.
-              const originRegion = (r as ConsumerRecord & { originRegion?: string | null }).originRegion;
-              if (originRegion !== undefined && originRegion !== null && originRegion !== a.region) continue;
-              if (r.value !== null) log.record(r.value, at);
-            }
-          }
-        })();
-        reader.catch((err: unknown) => progress(`edgeq reader at ${b.region} stopped: ${(err as Error).message}`, tag));
+        const reader = await startRemoteReader({ kind: 'edgeq', brokers: readBrokers.split(','), topic, originRegion: a.region }, log);
         return {
           publish: (payload) => batching.send(topic, { value: payload }),
           publishOne: (payload) => quick.send(topic, { value: payload }),
-          async close() {
-            reading = false;
-            await reader.catch(() => undefined);
-            await consumer.close();
-          },
+          readerError: () => reader.error(),
+          close: () => reader.stop(),
         };
       },
       async setLink(change: GeoLinkChange): Promise<void> {

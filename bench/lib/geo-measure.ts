@@ -73,16 +73,22 @@ export class ArrivalLog {
   /** Records that the payload was readable at the remote at `atMs`; duplicates are counted, not re-timed. */
   record(payload: Uint8Array, atMs: number): void {
     const id = decodePayload(payload);
-    const p = id === null ? undefined : this.phases.get(id.phase);
-    if (id === null || p === undefined || id.seq >= p.at.length) {
+    if (id === null) this.strays++;
+    else this.recordId(id.phase, id.seq, atMs);
+  }
+
+  /** `record` for an id already decoded (the reader process sends ids); a phase of -1 is a stray. */
+  recordId(phase: number, seq: number, atMs: number): void {
+    const p = this.phases.get(phase);
+    if (p === undefined || seq < 0 || seq >= p.at.length) {
       this.strays++;
       return;
     }
-    if (!Number.isNaN(p.at[id.seq]!)) {
+    if (!Number.isNaN(p.at[seq]!)) {
       p.duplicates++;
       return;
     }
-    p.at[id.seq] = atMs;
+    p.at[seq] = atMs;
     p.count++;
     if (Number.isNaN(p.firstAtMs) || atMs < p.firstAtMs) p.firstAtMs = atMs;
     if (Number.isNaN(p.lastAtMs) || atMs > p.lastAtMs) p.lastAtMs = atMs;

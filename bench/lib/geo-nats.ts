@@ -4,7 +4,8 @@
  * (src/wan), the same emulated WAN the edgeq regions use. Server A holds stream ORIGIN_<size>;
  * server B holds MIRRORCOPY_<size>, which *sources* it across the domains
  * (`external.api: "$JS.a.API"`). Publishes go to A with JetStream acks (the origin's ack); an
- * ordered consumer on B's stream timestamps each record as it becomes readable there.
+ * ordered consumer on B's stream, in the reader process, timestamps each record as it becomes
+ * readable there.
  *
  * The servers are our own (free ports on 127.0.0.1, store folders under the run's temp folder,
  * config files written here), never the system one on :4222.
@@ -12,11 +13,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { connect as natsConnect, type ConsumerMessages, type NatsConnection } from 'nats';
+import { connect as natsConnect, type NatsConnection } from 'nats';
 import { LinkEmulator } from '../../src/wan/index.ts';
 import { freePort, sleep } from './harness.ts';
 import { tail } from './nats-cluster.ts';
 import type { ArrivalLog } from './geo-measure.ts';
+import { startRemoteReader } from './geo-reader.ts';
 import type { GeoChannel, GeoLinkChange, GeoSystem } from './geo-phases.ts';
 
 const NATS_BIN = process.env.NATS_SERVER ?? '/usr/sbin/nats-server';
@@ -24,8 +26,6 @@ const NATS_BIN = process.env.NATS_SERVER ?? '/usr/sbin/nats-server';
 const START_WAIT_MS = 15_000;
 /** How long a server gets to exit on SIGTERM before SIGKILL. */
 const STOP_WAIT_MS = 5_000;
-/** Messages one pull of B's ordered consumer asks for (nats.js's consume buffer bound). */
-const READ_BATCH_MAX = 1_000;
 
 interface NatsServer {
   name: string;
@@ -86,7 +86,7 @@ export async function startNatsGeo(root: string, latencyMs: number): Promise<Geo
   try {
     const leafPort = await freePort();
     const a = await startServer('a', join(root, 'a'), (port) =>
-      [`server_name: geo-a`, `listen: "127.0.0.1:${port}"`, `jetstream { store_dir: "${join(root, 'a', 'store')}", domain: a }`, `leafnodes { listen: "127.0.0.1:${leafPort}" }`].join('\n'),
+      [`server_name: geo-a`, `listen: "127.0.0.1:${port}"`, `jetstream { store_dir: "${join(root, 'a', 'store')}", domain: a }`, `leafnodes { listen: "127.0.0.1:${leafPort}", no_advertise: true }`].join('\n'),
     );
     servers.push(a);
     // B reaches A's leafnode port only through its own end of the link b → a (replies: a → b).
@@ -102,7 +102,6 @@ export async function startNatsGeo(root: string, latencyMs: number): Promise<Geo
     const jsmA = await ncA.jetstreamManager();
     const jsmB = await ncB.jetstreamManager();
     const jsA = ncA.jetstream();
-    const jsB = ncB.jetstream();
     return {
       system: 'nats',
       origin: 'a',
@@ -115,20 +114,13 @@ export async function startNatsGeo(root: string, latencyMs: number): Promise<Geo
         const subject = `geo.${size}`;
         await jsmA.streams.add({ name: origin, subjects: [subject], storage: 'file' as never, num_replicas: 1 });
         await jsmB.streams.add({ name: copy, storage: 'file' as never, num_replicas: 1, sources: [{ name: origin, external: { api: '$JS.a.API' } }] });
-        // An ordered consumer from the first message: every record once, in order, as soon as B's stream holds it.
-        const consumer = await jsB.consumers.get(copy);
-        const messages: ConsumerMessages = await consumer.consume({ max_messages: READ_BATCH_MAX });
-        const reading = (async () => {
-          for await (const m of messages) log.record(m.data, performance.now());
-        })();
+        const reader = await startRemoteReader({ kind: 'nats', server: `127.0.0.1:${b.port}`, stream: copy }, log);
         const publish = (payload: Buffer) => jsA.publish(subject, payload);
         return {
           publish,
           publishOne: publish,
-          async close() {
-            messages.stop();
-            await reading.catch(() => undefined);
-          },
+          readerError: () => reader.error(),
+          close: () => reader.stop(),
         };
       },
       async setLink(change: GeoLinkChange): Promise<void> {

@@ -21,6 +21,8 @@ export interface GeoChannel {
   publish(payload: Buffer): Promise<unknown>;
   /** Publishes at the origin for latency (no linger); resolves on the origin's ack. */
   publishOne(payload: Buffer): Promise<unknown>;
+  /** The remote reader's fatal error, if it stopped on one. */
+  readerError(): string | null;
   close(): Promise<void>;
 }
 
@@ -69,7 +71,8 @@ export interface GeoSettings {
  */
 export const OPEN_LOOP_INFLIGHT_MAX = 20_000;
 
-const now = () => performance.now();
+/** Wall-clock ms at sub-ms resolution: the reader process stamps arrivals on the same scale. */
+const now = () => performance.timeOrigin + performance.now();
 const tag = 'bench:geo';
 
 /** Phase ids of one channel: 0 is the probe, then one per measurement. */
@@ -98,6 +101,10 @@ export async function probe(sys: GeoSystem, ch: GeoChannel, log: ArrivalLog, siz
 /** What the throughput phase measured. */
 export interface ReplicateFigures {
   replicateMsgsPerSec: number | null;
+  /** Records readable at the remote per second from the first publish to the last arrival. */
+  endToEndMsgsPerSec: number | null;
+  /** From the first publish to the first record readable at the remote. */
+  firstArrivalMs: number | null;
   /** Acks per second at the origin over the publishing. */
   originAckMsgsPerSec: number;
   published: number;
@@ -110,12 +117,17 @@ export interface ReplicateFigures {
 export async function replicate(ch: GeoChannel, log: ArrivalLog, ids: PhaseIds, size: number, s: GeoSettings): Promise<ReplicateFigures> {
   const phase = ids.take();
   log.open(phase, s.replicateMsgs);
+  const t0 = now();
   const pub = await windowed(s.replicateMsgs, (i) => ch.publish(encodePayload(phase, i, size)), { window: s.replicateWindow, phaseSecondsMax: s.replicateSecondsMax });
   log.setTotal(phase, pub.done);
   const complete = await log.reached(phase, s.remoteWaitSecondsMax * 1000);
   const a = log.summary(phase);
   log.close(phase);
-  return { replicateMsgsPerSec: spanRate(a.count, a.firstAtMs, a.lastAtMs), originAckMsgsPerSec: Math.round(pub.rate), published: pub.done, arrived: a.count, duplicates: a.duplicates, complete };
+  return {
+    replicateMsgsPerSec: spanRate(a.count, a.firstAtMs, a.lastAtMs),
+    endToEndMsgsPerSec: a.count > 0 ? Math.round((a.count * 1000) / (a.lastAtMs - t0)) : null,
+    firstArrivalMs: a.count > 0 ? Math.round(a.firstAtMs - t0) : null,
+    originAckMsgsPerSec: Math.round(pub.rate), published: pub.done, arrived: a.count, duplicates: a.duplicates, complete };
 }
 
 /**
@@ -179,6 +191,11 @@ export interface CatchupPhaseFigures {
   backlog: number;
   /** Records readable at the remote before the heal (0 when the cut holds). */
   arrivedBeforeHeal: number;
+  /** Nothing of the backlog reached the remote before the heal: the figures measure a catch-up. */
+  cutHeld: boolean;
+  /** Bytes forwarded towards the remote while the link was cut (0 when the cut holds) and from the heal to the end. */
+  wireBytesDuringCut: number;
+  wireBytesAfterHeal: number;
   /** Records read at the remote more than once (a redelivery the remote's reader saw). */
   duplicates: number;
   complete: boolean;
@@ -198,6 +215,7 @@ export async function catchup(sys: GeoSystem, ch: GeoChannel, log: ArrivalLog, i
   try {
     await sys.setLink({ bandwidthBytesPerSec: s.bandwidthBytesPerSec });
     await sys.setLink({ blackhole: true });
+    const bytesAtCut = await sys.bytesToRemote();
     progress(`${sys.system} ${size} B: link ${sys.origin}↔${sys.remote} cut for ${s.partitionSeconds} s, publishing ${s.catchupRatePerSec}/s at ${sys.origin}`, tag);
     await openLoopPublish((i) => ch.publishOne(encodePayload(phase, i, size)), total, s.catchupRatePerSec, () => undefined);
     const arrivedBeforeHeal = log.summary(phase).count;
@@ -209,7 +227,7 @@ export async function catchup(sys: GeoSystem, ch: GeoChannel, log: ArrivalLog, i
     const after = log.since(phase, healAtMs);
     const { duplicates } = log.summary(phase);
     const figures = after.count === 0 ? null : catchupFigures({ records: after.count, healAtMs, lastAtMs: after.lastAtMs, messageBytes: size, wireBytes: bytes1 - bytes0, bandwidthBytesPerSec: s.bandwidthBytesPerSec });
-    return { bandwidthBytesPerSec: s.bandwidthBytesPerSec, partitionSeconds: s.partitionSeconds, publishRatePerSec: s.catchupRatePerSec, backlog: total, arrivedBeforeHeal, duplicates, complete, figures };
+    return { bandwidthBytesPerSec: s.bandwidthBytesPerSec, partitionSeconds: s.partitionSeconds, publishRatePerSec: s.catchupRatePerSec, backlog: total, arrivedBeforeHeal, cutHeld: arrivedBeforeHeal === 0, wireBytesDuringCut: bytes0 - bytesAtCut, wireBytesAfterHeal: bytes1 - bytes0, duplicates, complete, figures };
   } finally {
     log.close(phase);
     await sys.setLink({ blackhole: false, bandwidthBytesPerSec: 0 });

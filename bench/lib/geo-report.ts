@@ -57,7 +57,7 @@ export function geoTargets(rows: readonly GeoRow[], rttMs: number): { checks: Ge
     const edgeqP99Ms = e?.lag && Number.isFinite(e.lag.p99Ms) ? e.lag.p99Ms : null;
     const natsP99Ms = n?.lag && Number.isFinite(n.lag.p99Ms) ? n.lag.p99Ms : null;
     const p99Met = edgeqP99Ms === null || natsP99Ms === null ? null : edgeqP99Ms <= natsP99Ms && edgeqP99Ms <= p99BoundMs;
-    const frac = e?.catchup?.complete ? (e.catchup.figures?.wireFractionOfLimit ?? null) : null;
+    const frac = e?.catchup?.complete && e.catchup.cutHeld ? (e.catchup.figures?.wireFractionOfLimit ?? null) : null;
     const c: GeoTargetCheck = {
       messageBytes: size,
       throughputRatio: ratio,
