@@ -120,7 +120,8 @@ async function runSystem(name: 'nats' | 'edgeq'): Promise<{ rows: GeoRow[]; info
     sys = name === 'nats' ? await startNatsGeo(join(root, 'nats'), LATENCY_MS) : await startEdgeqGeo(join(root, 'edgeq'), LATENCY_MS, { readAtOrigin: EDGEQ_READ_AT_ORIGIN });
     const rows: GeoRow[] = [];
     for (const size of SIZES) rows.push(await measureSize(sys, size));
-    return { rows, info: { origin: sys.origin, remote: sys.remote, ...(sys.servers ? { ports: sys.servers } : {}), ...(sys.regions ? { regions: sys.regions } : {}), seconds: Math.round((performance.now() - t0) / 1000) } };
+    const diagnostics = (await sys.diagnostics?.().catch((err: unknown) => ({ error: String(err) }))) ?? {};
+    return { rows, info: { origin: sys.origin, remote: sys.remote, diagnostics, ...(sys.servers ? { ports: sys.servers } : {}), ...(sys.regions ? { regions: sys.regions } : {}), seconds: Math.round((performance.now() - t0) / 1000) } };
   } catch (err) {
     const e = toEdgeqError(err);
     progress(`${name} did not start: ${e.code} ${e.message}`, tag);

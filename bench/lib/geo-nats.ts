@@ -11,7 +11,7 @@
  * config files written here), never the system one on :4222.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { connect as natsConnect, type NatsConnection } from 'nats';
 import { LinkEmulator } from '../../src/wan/index.ts';
@@ -26,6 +26,8 @@ const NATS_BIN = process.env.NATS_SERVER ?? '/usr/sbin/nats-server';
 const START_WAIT_MS = 15_000;
 /** How long a server gets to exit on SIGTERM before SIGKILL. */
 const STOP_WAIT_MS = 5_000;
+/** Log lines kept in the diagnostics. */
+const DIAG_LINES_MAX = 20;
 
 interface NatsServer {
   name: string;
@@ -85,12 +87,21 @@ export async function startNatsGeo(root: string, latencyMs: number): Promise<Geo
   };
   try {
     const leafPort = await freePort();
-    const a = await startServer('a', join(root, 'a'), (port) =>
-      [`server_name: geo-a`, `listen: "127.0.0.1:${port}"`, `jetstream { store_dir: "${join(root, 'a', 'store')}", domain: a }`, `leafnodes { listen: "127.0.0.1:${leafPort}", no_advertise: true }`].join('\n'),
-    );
-    servers.push(a);
     // B reaches A's leafnode port only through its own end of the link b → a (replies: a → b).
     const route = await emulator.addRoute('b', 'a', { kind: 'tcp', target: `127.0.0.1:${leafPort}` });
+    // A advertises the emulator's end as its leafnode address: a leaf learns the hub's advertised
+    // URLs and reconnects to them. Without this, after a cut closed the leafnode (A's write
+    // deadline, 10 s), B reconnected straight to A's real port, around the emulated link, and
+    // caught up 30 MB of 1 KiB records over 6.6 MB of link bytes ("no_advertise" did not stop it).
+    const a = await startServer('a', join(root, 'a'), (port) =>
+      [
+        `server_name: geo-a`,
+        `listen: "127.0.0.1:${port}"`,
+        `jetstream { store_dir: "${join(root, 'a', 'store')}", domain: a }`,
+        `leafnodes { listen: "127.0.0.1:${leafPort}", advertise: "127.0.0.1:${route.port}" }`,
+      ].join('\n'),
+    );
+    servers.push(a);
     const b = await startServer('b', join(root, 'b'), (port) =>
       [`server_name: geo-b`, `listen: "127.0.0.1:${port}"`, `jetstream { store_dir: "${join(root, 'b', 'store')}", domain: b }`, `leafnodes { remotes: [ { url: "nats-leaf://127.0.0.1:${route.port}" } ] }`].join('\n'),
     );
@@ -126,6 +137,22 @@ export async function startNatsGeo(root: string, latencyMs: number): Promise<Geo
       async setLink(change: GeoLinkChange): Promise<void> {
         emulator.set('a', 'b', change);
         emulator.set('b', 'a', change);
+      },
+      async diagnostics(): Promise<Record<string, unknown>> {
+        // Every leafnode connection made and lost: B's side names the address it connected to,
+        // which must be the emulator's end (bLeafRemote), never A's own leafnode port.
+        const leafEvents = async (file: string) =>
+          (await readFile(file, 'utf8').catch(() => ''))
+            .split('\n')
+            .filter((l) => /Leafnode connection (created|closed)|Slow Consumer|leafnode/i.test(l))
+            .map((l) => l.replace(/^\[\d+\] /, ''))
+            .slice(0, DIAG_LINES_MAX);
+        const atA = await leafEvents(a.logFile);
+        const atB = await leafEvents(b.logFile);
+        const leaf = atA;
+        const links = emulator.links().map((l) => ({ from: l.from, to: l.to, bytesForwarded: l.bytesForwarded, bytesQueued: l.bytesQueued, connectionsOpen: l.connectionsOpen, connectionsFailed: l.connectionsFailed }));
+        const aroundLink = atB.filter((l) => l.includes('Leafnode connection created') && !l.includes(`127.0.0.1:${route.port} `));
+        return { leafnodeEventsAtA: atA, leafnodeEventsAtB: atB, leafnodeConnectionsAtA: leaf.filter((l) => l.includes('connection created')).length, leafnodeConnectionsAroundLink: aroundLink.length, links };
       },
       async bytesToRemote(): Promise<number> {
         return emulator.get('a', 'b')?.bytesForwarded ?? 0;

@@ -40,6 +40,8 @@ export interface GeoSystem {
   setLink(change: GeoLinkChange): Promise<void>;
   /** Bytes forwarded so far across the link from the origin towards the remote. */
   bytesToRemote(): Promise<number>;
+  /** What the system's own logs say about the run (e.g. link connections made and lost). */
+  diagnostics?(): Promise<Record<string, unknown>>;
   close(): Promise<void>;
 }
 
