@@ -30,7 +30,7 @@
  * before the exchange lands (its reader reads the origin's own log: no replication measured).
  */
 import { mkdir, writeFile } from 'node:fs/promises';
-import { cpus, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { toEdgeqError } from '../src/core/errors.ts';
@@ -39,7 +39,7 @@ import { progress } from './lib/harness.ts';
 import { startEdgeqGeo } from './lib/geo-edgeq.ts';
 import { ArrivalLog } from './lib/geo-measure.ts';
 import { startNatsGeo } from './lib/geo-nats.ts';
-import { catchup, lag, PhaseIds, probe, replicate, type CatchupPhaseFigures, type GeoSettings, type GeoSystem, type LagPhaseFigures, type ReplicateFigures } from './lib/geo-phases.ts';
+import { catchup, lag, PhaseIds, probe, replicate, type CatchupPhaseFigures, type GeoChannel, type GeoSettings, type GeoSystem, type LagPhaseFigures, type ReplicateFigures } from './lib/geo-phases.ts';
 import { geoTable, geoTargets, type GeoRow } from './lib/geo-report.ts';
 
 const tag = 'bench:geo';
@@ -83,7 +83,15 @@ async function measureSize(sys: GeoSystem, size: number): Promise<GeoRow> {
   const row: GeoRow = { system: sys.system, messageBytes: size, replicateMsgsPerSec: null, lag: null, catchupMsgsPerSec: null, ok: false };
   const log = new ArrivalLog();
   const ids = new PhaseIds();
-  const ch = await sys.open(size, log);
+  let ch: GeoChannel;
+  try {
+    ch = await sys.open(size, log);
+  } catch (err) {
+    const e = toEdgeqError(err);
+    row.error = { code: e.code, message: `could not prepare ${size}-byte records: ${e.message}` };
+    progress(`${sys.system} ${size} B failed: ${row.error.code} ${row.error.message}`, tag);
+    return row;
+  }
   try {
     row.probeMs = await probe(sys, ch, log, size, SETTINGS);
     progress(`${sys.system} ${size} B: first record readable at ${sys.remote} ${row.probeMs} ms after its publish`, tag);
@@ -133,6 +141,8 @@ async function runSystem(name: 'nats' | 'edgeq'): Promise<{ rows: GeoRow[]; info
 
 async function main(): Promise<void> {
   const started = performance.now();
+  // Other work may share this 2-core machine: the load averages at start and end say how much.
+  const loadAtStart = loadavg().map((x) => Math.round(x * 100) / 100);
   const out = process.env.BENCH_GEO_OUT ?? (SMOKE || EDGEQ_READ_AT_ORIGIN ? join(tmpdir(), 'edgeq-geo-smoke.json') : fileURLToPath(new URL('./results/geo.json', import.meta.url)));
   const rows: GeoRow[] = [];
   const systems: Record<string, unknown> = {};
@@ -152,7 +162,7 @@ async function main(): Promise<void> {
     targets,
     date: new Date().toISOString(),
     smoke: SMOKE,
-    machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', node: process.version },
+    machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', node: process.version, loadAverage1m5m15m: { atStart: loadAtStart, atEnd: loadavg().map((x) => Math.round(x * 100) / 100) } },
     settings: { ...SETTINGS, oneWayLatencyMs: LATENCY_MS, sizes: SIZES, systems: SYSTEMS, ...(EDGEQ_READ_AT_ORIGIN ? { edgeqReadAt: 'origin (self-check)' } : {}) },
     systems,
     notes: [
