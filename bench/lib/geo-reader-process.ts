@@ -67,11 +67,11 @@ async function readNats(spec: Extract<ReaderSpec, { kind: 'nats' }>, stop: Promi
   await nc.close();
 }
 
-async function readEdgeq(spec: Extract<ReaderSpec, { kind: 'edgeq' }>, stop: Promise<void>): Promise<void> {
+async function readEdgeq(spec: Extract<ReaderSpec, { kind: 'edgeq' }>): Promise<void> {
   const client = createClient({ brokers: spec.brokers, clientId: 'geo-remote-reader' });
   const consumer = client.consumer({ fromBeginning: true, maxWaitMs: 500, partitionFetchBytesMax: 4 * 1024 * 1024, fetchMaxBytes: 16 * 1024 * 1024, pollRecordsMax: POLL_RECORDS_MAX });
   consumer.assign([{ topic: spec.topic, partition: 0 }]);
-  void stop;
+  // Stopping is the `stopping` flag: the poll in progress ends within its 500 ms timeout.
   send({ t: 'ready' });
   let failures = 0;
   while (!stopping) {
@@ -112,7 +112,7 @@ async function main(): Promise<void> {
   // The parent gone (its IPC channel closed) is a stop too: never outlive the bench.
   process.on('disconnect', () => process.exit(0));
   try {
-    await (spec.kind === 'nats' ? readNats(spec, stop) : readEdgeq(spec, stop));
+    await (spec.kind === 'nats' ? readNats(spec, stop) : readEdgeq(spec));
     flush();
   } catch (err) {
     flush();

@@ -82,14 +82,14 @@ export function geoTargets(rows: readonly GeoRow[], rttMs: number): { checks: Ge
 
 /** The rows side by side as a markdown table, one line per size and system. */
 export function geoTable(rows: readonly GeoRow[]): string {
-  const head = '| msg bytes | system | replicate msg/s | lag rate/s | p50 ms | p99 ms | p99.9 ms | catch-up msg/s | catch-up wire/limit | catch-up payload/limit | status |';
-  const sep = '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|';
+  const head = '| msg bytes | system | replicate msg/s | end-to-end msg/s | lag rate/s | p50 ms | p99 ms | p99.9 ms | catch-up msg/s | catch-up wire/limit | catch-up payload/limit | status |';
+  const sep = '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|';
   const f = (x: number | null | undefined) => (x === null || x === undefined || Number.isNaN(x) ? '-' : x.toLocaleString('en-US'));
   const sorted = [...rows].sort((a, b) => a.messageBytes - b.messageBytes || a.system.localeCompare(b.system));
   const lines = sorted.map((r) => {
     const status = r.ok ? 'ok' : r.error ? `failed: ${r.error.code} ${r.error.message.replace(/\|/g, '/').slice(0, 160)}` : 'incomplete';
     const cf = r.catchup?.figures;
-    return `| ${r.messageBytes} | ${r.system} | ${f(r.replicateMsgsPerSec)} | ${f(r.lag?.ratePerSec)} | ${f(r.lag?.p50Ms)} | ${f(r.lag?.p99Ms)} | ${f(r.lag?.p999Ms)} | ${f(r.catchupMsgsPerSec)} | ${f(cf?.wireFractionOfLimit)} | ${f(cf?.payloadFractionOfLimit)} | ${status} |`;
+    return `| ${r.messageBytes} | ${r.system} | ${f(r.replicateMsgsPerSec)} | ${f(r.replicate?.endToEndMsgsPerSec)} | ${f(r.lag?.ratePerSec)} | ${f(r.lag?.p50Ms)} | ${f(r.lag?.p99Ms)} | ${f(r.lag?.p999Ms)} | ${f(r.catchupMsgsPerSec)} | ${f(cf?.wireFractionOfLimit)} | ${f(cf?.payloadFractionOfLimit)} | ${status} |`;
   });
   return [head, sep, ...lines].join('\n');
 }
