@@ -54,6 +54,8 @@ export interface CellAccess {
   apply(topic: string, partition: number, batch: Buffer, signal: AbortSignal): Promise<ApplyResult>;
   /** The local leader's cursors and retention bounds for the partition. */
   localState(topic: string, partition: number, signal: AbortSignal): Promise<LocalOriginState>;
+  /** The exchange stopped replicating the partition: anything kept open for it may go. */
+  release?(topic: string, partition: number): void;
   /** Resolves when `region`'s cell answers through the link (a cheap request). */
   probe(region: string, signal: AbortSignal): Promise<void>;
   /** The local leader's cursor for `origin`: the highest origin offset in its log, -1 for none (for this region itself: its readable end). */

@@ -211,6 +211,7 @@ export class Exchange {
       this.replicators.delete(key);
       for (const l of this.links.values()) l.budget.unregister(key);
       await r.stop();
+      if (![...this.replicators.values()].some((x) => x.topic === r.topic && x.partition === r.partition)) this.o.cells.release?.(r.topic, r.partition);
     }
     const names = new Set(topics.map((t) => t.name));
     for (const t of this.knownTopics) if (!names.has(t)) this.board.forget(t);
