@@ -50,8 +50,12 @@ export interface CellAccess {
    * CONNECTION_CLOSED / REQUEST_TIMED_OUT when the region cannot be reached.
    */
   fetch(region: string, req: OriginFetchRequest, signal: AbortSignal): Promise<OriginFetchResult>;
-  /** Appends one applied batch at the local leader with acks=all. */
-  apply(topic: string, partition: number, batch: Buffer, signal: AbortSignal): Promise<ApplyResult>;
+  /**
+   * Appends one applied batch at the local leader with acks=all, only if the partition's cursor for
+   * the batch's origin is `expectedCursor` (ORIGIN_CURSOR_MISMATCH otherwise; a held batch is a
+   * duplicate either way): appends in flight one behind another can never leave a hole.
+   */
+  apply(topic: string, partition: number, batch: Buffer, signal: AbortSignal, expectedCursor: number): Promise<ApplyResult>;
   /** The local leader's cursors and retention bounds for the partition. */
   localState(topic: string, partition: number, signal: AbortSignal): Promise<LocalOriginState>;
   /** The exchange stopped replicating the partition: anything kept open for it may go. */

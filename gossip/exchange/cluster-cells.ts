@@ -114,9 +114,9 @@ export class ClusterCells implements CellAccess {
     return { records, scannedTo: Number(p.scannedTo), logStartOffset: Number(p.logStartOffset), originCursors: p.originCursors ?? {}, originDeletedUpTo: p.originDeletedUpTo ?? {} };
   }
 
-  async apply(topic: string, partition: number, batch: Buffer, signal: AbortSignal): Promise<ApplyResult> {
+  async apply(topic: string, partition: number, batch: Buffer, signal: AbortSignal, expectedCursor: number): Promise<ApplyResult> {
     const res = await this.withLeader(this.local, topic, partition, signal, `apply/${topic}/${partition}`, (conn) =>
-      conn.request('Produce', { acks: ACKS_ALL, timeoutMs: this.o.appendTimeoutMs, topics: [{ name: topic, partitions: [{ partition, records: batch }] }] }, { timeoutMs: this.o.appendTimeoutMs + this.o.requestTimeoutMs }),
+      conn.request('Produce', { acks: ACKS_ALL, timeoutMs: this.o.appendTimeoutMs, topics: [{ name: topic, partitions: [{ partition, records: batch, originCursorExpected: expectedCursor }] }] }, { timeoutMs: this.o.appendTimeoutMs + this.o.requestTimeoutMs }),
     );
     const p = res.topics[0]?.partitions[0];
     if (!p) throw new EdgeqError('UNKNOWN', 'the local leader answered a produce without the partition');

@@ -143,6 +143,17 @@ describe('Exchange', () => {
     expect(gaps).toEqual([expect.objectContaining({ origin: 'a', firstMissingOriginOffset: 0, lastMissingOriginOffset: 5, records: 6 })]);
   });
 
+  it('appends in flight one behind another: a refused one leaves no hole, the rest are re-read from the log and applied once', async () => {
+    const { world, exchanges, start } = deploy(['a', 'b']);
+    // 30 one-record batches at a before b starts: b's replicator pipelines their appends.
+    for (let i = 0; i < 30; i++) await world.produce('a', T, 0, [`a-${i}`]);
+    world.failApplyAt = 5;
+    start();
+    await eventually('b holds all 30', 10_000, async () => (await world.records('b', T, 0)).length === 30);
+    expect((await byOrigin(world, 'b')).get('a')).toEqual(Array.from({ length: 30 }, (_, i) => `${i}=a-${i}`));
+    expect(exchanges[1]!.replication()[0]!.appliedOriginOffset).toBe(29);
+  });
+
   it('acks=geo: resolves when N other regions applied the offset, GEO_TIMEOUT otherwise', async () => {
     const { world, exchanges, start } = deploy(['a', 'b', 'c']);
     world.partition('a', 'c');

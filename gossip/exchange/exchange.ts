@@ -304,7 +304,7 @@ export class Exchange {
   }
 
   private async probe(source: string, l: LinkState, attempt: number): Promise<void> {
-    const delay = Math.min(this.limits.backoffMsMax, this.limits.backoffMsMin * 2 ** Math.min(attempt, 20));
+    const delay = Math.min(this.limits.probeIntervalMsMax, this.limits.backoffMsMin * 2 ** Math.min(attempt, 20));
     await new Promise<void>((resolve) => this.clock.setTimeout(resolve, delay));
     if (this.closed) return;
     const ok = await this.o.cells.probe(source, AbortSignal.timeout(this.limits.fetchTimeoutMs)).then(

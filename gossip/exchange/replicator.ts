@@ -290,34 +290,63 @@ export class Replicator {
     scan.from = logStart;
   }
 
+  /**
+   * Applies the batches in origin order, up to `applyInflightMax` at once: each append is
+   * conditional on the cursor the one before it leaves, so if one does not land, none after it
+   * can (ORIGIN_CURSOR_MISMATCH) and there is never a hole. Results are taken in order; after
+   * the first failure the rest are waited out and the cursor is read back from the log.
+   */
   private async applyAll(batches: Buffer[], signal: AbortSignal): Promise<void> {
-    for (const b of batches) {
-      if (signal.aborted) return;
-      const h = readBatchHeader(b);
-      if (h.originRegion !== this.origin) continue; // the source filters; a stray batch is not ours to apply
-      const last = h.originOffset + h.lastOffsetDelta;
-      const cursor = this.cursor ?? -1;
-      if (last <= cursor) continue;
-      if (h.originOffset <= cursor) {
-        throw new EdgeqError('ORIGIN_OVERLAP', `${this.origin}'s batch ${h.originOffset}..${last} of ${this.topic}-${this.partition} overlaps the cursor ${cursor}`, {
-          details: { origin: this.origin, cursor, base: h.originOffset, last },
-        });
-      }
+    interface InFlight {
+      h: ReturnType<typeof readBatchHeader>;
+      bytes: number;
+      last: number;
+      done: Promise<unknown>;
+    }
+    const queue: InFlight[] = [];
+    let failure: unknown = null;
+    const settle = async (f: InFlight): Promise<void> => {
       try {
-        await this.deps.cells.apply(this.topic, this.partition, b, signal);
+        await f.done;
       } catch (err) {
-        // Whatever happened at the local leader (a new one, a truncated tail), the log knows.
-        this.cursor = undefined;
-        throw err;
+        failure ??= err;
+        return;
       }
-      this.cursor = last;
-      this.appliedRecords += h.recordCount;
-      this.lastApplyLagMs = Math.max(0, this.deps.clock.nowMs() - h.maxTimestamp);
+      if (failure !== null) return; // a later batch can only have landed on top of a failed one if it did not fail: the log will say
+      this.cursor = f.last;
+      this.appliedRecords += f.h.recordCount;
+      this.lastApplyLagMs = Math.max(0, this.deps.clock.nowMs() - f.h.maxTimestamp);
       this.lastProgressMs = this.deps.clock.monotonicMs();
       this.lastError = null;
       this.stalled = false;
       this.updateBehind();
-      this.deps.onApplied(this, h.recordCount, b.length);
+      this.deps.onApplied(this, f.h.recordCount, f.bytes);
+    };
+    let expected = this.cursor ?? -1;
+    for (const b of batches) {
+      if (signal.aborted || failure !== null) break;
+      const h = readBatchHeader(b);
+      if (h.originRegion !== this.origin) continue; // the source filters; a stray batch is not ours to apply
+      const last = h.originOffset + h.lastOffsetDelta;
+      if (last <= expected) continue;
+      if (h.originOffset <= expected) {
+        failure = new EdgeqError('ORIGIN_OVERLAP', `${this.origin}'s batch ${h.originOffset}..${last} of ${this.topic}-${this.partition} overlaps the cursor ${expected}`, {
+          details: { origin: this.origin, cursor: expected, base: h.originOffset, last },
+        });
+        break;
+      }
+      while (queue.length >= this.deps.limits.applyInflightMax) await settle(queue.shift()!);
+      if (failure !== null) break;
+      const done = this.deps.cells.apply(this.topic, this.partition, b, signal, expected);
+      done.catch(() => undefined);
+      queue.push({ h, bytes: b.length, last, done });
+      expected = last;
+    }
+    while (queue.length > 0) await settle(queue.shift()!);
+    if (failure !== null) {
+      // Whatever happened at the local leader (a new one, a truncated tail, a refused append), the log knows.
+      this.cursor = undefined;
+      throw failure;
     }
   }
 }

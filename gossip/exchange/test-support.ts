@@ -70,6 +70,9 @@ export class FakeWorld {
   /** Fetches from these sources never answer (until aborted): a stuck link. */
   readonly hanging = new Set<string>();
   fetches = 0;
+  /** Appends that passed the guard, and the one (1-based) to refuse as a planted fault. */
+  applies = 0;
+  failApplyAt = 0;
   /** Fetches that went into `hanging`. */
   hung = 0;
 
@@ -184,7 +187,7 @@ class FakeCells implements CellAccess {
     return { records: Buffer.concat(out), scannedTo, logStartOffset: log.logStart, originCursors, originDeletedUpTo: { ...log.deleted } };
   }
 
-  async apply(topic: string, partition: number, batch: Buffer): Promise<ApplyResult> {
+  async apply(topic: string, partition: number, batch: Buffer, _signal: AbortSignal, expectedCursor: number): Promise<ApplyResult> {
     const h = readBatchHeader(batch);
     if (h.originRegion === this.self) throw new EdgeqError('ORIGIN_IS_SELF', 'loop');
     if (h.originRegion === null) throw new EdgeqError('INVALID_REQUEST', 'no origin');
@@ -193,6 +196,9 @@ class FakeCells implements CellAccess {
     const last = h.originOffset + h.lastOffsetDelta;
     if (last <= cursor) return { duplicate: true, baseOffset: -1 };
     if (h.originOffset <= cursor) throw new EdgeqError('ORIGIN_OVERLAP', 'overlap');
+    if (expectedCursor !== cursor) throw new EdgeqError('ORIGIN_CURSOR_MISMATCH', `expected ${expectedCursor}, cursor ${cursor}`);
+    this.world.applies++;
+    if (this.world.failApplyAt === this.world.applies) throw new EdgeqError('NOT_ENOUGH_REPLICAS', 'planted: this append is refused');
     return { duplicate: false, baseOffset: log.append(batch).base };
   }
 

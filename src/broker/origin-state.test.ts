@@ -55,6 +55,21 @@ describe('OriginState as an append guard', () => {
     expect(log.logEndOffset).toBe(8);
   });
 
+  it('an expected cursor: appended when it matches, ORIGIN_CURSOR_MISMATCH (nothing written) when not, a held batch still a duplicate', async () => {
+    const { log, origins } = await open(new MemoryStorage());
+    expect((await log.append(await fromOrigin('us-east', 0, 2), { originCursorExpected: -1 })).baseOffset).toBe(0);
+    // A pipeline whose batch 2..3 did not land: 4..5 expects the cursor at 3, it is at 1.
+    const err = await errorOf(log.append(await fromOrigin('us-east', 4, 2), { originCursorExpected: 3 }));
+    expect(err).toMatchObject({ code: 'ORIGIN_CURSOR_MISMATCH', retriable: false, details: { origin: 'us-east', cursor: 1, expected: 3 } });
+    expect(log.logEndOffset).toBe(2);
+    expect((await log.append(await fromOrigin('us-east', 2, 2), { originCursorExpected: 1 })).baseOffset).toBe(2);
+    // In one write group, the second expects what the first leaves.
+    const [a, b] = await Promise.all([log.append(await fromOrigin('us-east', 4, 1), { originCursorExpected: 3 }), log.append(await fromOrigin('us-east', 5, 1), { originCursorExpected: 4 })]);
+    expect([a.baseOffset, b.baseOffset]).toEqual([4, 5]);
+    expect(await log.append(await fromOrigin('us-east', 0, 2), { originCursorExpected: 99 })).toMatchObject({ duplicate: true, baseOffset: 0 });
+    expect(origins.cursor('us-east')).toBe(5);
+  });
+
   it('recognises a duplicate staged in the same write group', async () => {
     const { log } = await open(new MemoryStorage());
     const [x, y] = await Promise.all([log.append(await fromOrigin('eu-west', 10, 2)), log.append(await fromOrigin('eu-west', 10, 2))]);

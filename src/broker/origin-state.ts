@@ -173,7 +173,7 @@ export class OriginState implements AppendGuard {
   }
 
   /** The AppendGuard check alone: `inspect`, then `record` when it passes. */
-  check(h: BatchHeader, placement: { baseOffset: number; leaderAppend: boolean }): AppendResult | null {
+  check(h: BatchHeader, placement: { baseOffset: number; leaderAppend: boolean; originCursorExpected?: number }): AppendResult | null {
     const dup = this.inspect(h, placement);
     if (dup) return dup;
     this.record(h, placement);
@@ -185,13 +185,18 @@ export class OriginState implements AppendGuard {
    * duplicate's result (its records are held already), or ORIGIN_OVERLAP. A batch without an
    * origin, and any follower append, pass.
    */
-  inspect(h: BatchHeader, placement: { leaderAppend: boolean }): AppendResult | null {
+  inspect(h: BatchHeader, placement: { leaderAppend: boolean; originCursorExpected?: number }): AppendResult | null {
     if (h.originRegion === null || !placement.leaderAppend) return null;
     const origin = h.originRegion;
     const base = h.originOffset;
     const last = base + h.lastOffsetDelta;
     const cursor = this.effectiveCursor(origin);
     if (last <= cursor) return this.duplicateOf(origin, base, last);
+    if (placement.originCursorExpected !== undefined && placement.originCursorExpected !== cursor) {
+      throw new EdgeqError('ORIGIN_CURSOR_MISMATCH', `batch of origin ${origin} at ${base}..${last} expects the cursor at ${placement.originCursorExpected}, it is at ${cursor}`, {
+        details: { origin, cursor, expected: placement.originCursorExpected, base, last },
+      });
+    }
     if (base <= cursor) {
       throw new EdgeqError(
         'ORIGIN_OVERLAP',

@@ -46,6 +46,8 @@ export interface PartitionProduceOptions {
   timeoutMs?: number;
   /** This broker's region: an origin-tagged batch naming it is a loop (ORIGIN_IS_SELF). */
   region?: string;
+  /** An applied batch's precondition on its origin's cursor (see OriginState.inspect). */
+  originCursorExpected?: number;
 }
 
 /** What the partition asks of the cell around it. */
@@ -382,7 +384,7 @@ export class Partition {
       this.checkEpoch(options.leaderEpoch);
       this.checkLeader();
     }
-    const result = await this.log.append(batch, { leaderEpoch: this.leaderEpoch });
+    const result = await this.log.append(batch, { leaderEpoch: this.leaderEpoch, ...(options.originCursorExpected !== undefined ? { originCursorExpected: options.originCursorExpected } : {}) });
     if (!all) return result;
     await this.waitForHw(result.lastOffset + 1, options.timeoutMs ?? 30_000);
     return result;

@@ -43,7 +43,13 @@ export async function handleProduce(
             base.leaderEpoch = p.leaderEpoch;
             const all = acks === Acks.ALL || acks === Acks.UNSPECIFIED;
             const r = await withTimeout(
-              p.produce(pp.records, { leaderEpoch: pp.leaderEpoch ?? null, acks: all ? 'all' : 'leader', timeoutMs, ...(deps.region !== undefined ? { region: deps.region } : {}) }),
+              p.produce(pp.records, {
+                leaderEpoch: pp.leaderEpoch ?? null,
+                acks: all ? 'all' : 'leader',
+                timeoutMs,
+                ...(deps.region !== undefined ? { region: deps.region } : {}),
+                ...(typeof pp.originCursorExpected === 'number' ? { originCursorExpected: pp.originCursorExpected } : {}),
+              }),
               timeoutMs,
               clock,
               t.name,

@@ -76,6 +76,8 @@ export const ERROR_SPECS = {
   ORIGIN_IS_SELF: { wire: 52, retriable: false, http: 400 },
   /** acks=geo: durable in this region, not yet applied in as many other regions as asked within the timeout. */
   GEO_TIMEOUT: { wire: 53, retriable: false, http: 504 },
+  /** An applied batch's precondition failed: the partition's cursor for its origin is not the one the replicator expected (an earlier batch of its pipeline did not land). */
+  ORIGIN_CURSOR_MISMATCH: { wire: 54, retriable: false, http: 409 },
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof ERROR_SPECS;

@@ -69,6 +69,8 @@ export interface AppendOptions {
    * the CRC, which covers every record, are still checked, so the bytes are the ones it walked.
    */
   validateRecords?: boolean;
+  /** Passed to the append guard: the origin cursor an applied batch requires (see OriginState). */
+  originCursorExpected?: number;
 }
 
 /** Where an appended batch landed. */
@@ -91,7 +93,7 @@ export interface AppendResult {
  * commit.
  */
 export interface AppendGuard {
-  check(header: BatchHeader, placement: { baseOffset: number; leaderAppend: boolean }): AppendResult | null;
+  check(header: BatchHeader, placement: { baseOffset: number; leaderAppend: boolean; originCursorExpected?: number }): AppendResult | null;
   commit(): void;
   abort(): void;
 }

@@ -209,7 +209,11 @@ export class LogWriter {
       if (guard) {
         let earlier: AppendResult | null;
         try {
-          earlier = guard.check(h, { baseOffset: p.options.assignOffsets === false ? h.baseOffset : next, leaderAppend: p.options.assignOffsets !== false });
+          earlier = guard.check(h, {
+            baseOffset: p.options.assignOffsets === false ? h.baseOffset : next,
+            leaderAppend: p.options.assignOffsets !== false,
+            ...(p.options.originCursorExpected !== undefined ? { originCursorExpected: p.options.originCursorExpected } : {}),
+          });
         } catch (err) {
           p.reject(err);
           continue;

@@ -78,6 +78,8 @@ export interface ProducePartition {
   records: Uint8Array;
   /** Absent (null once decoded) or -1: no epoch check. */
   leaderEpoch?: number | null;
+  /** Global topics: append the origin batch only if the origin's cursor is exactly this (absent/null: no check). */
+  originCursorExpected?: number | null;
 }
 export interface ProduceTopic {
   name: string;
