@@ -37,13 +37,14 @@ export interface ExchangeLimits {
 }
 
 export const EXCHANGE_DEFAULTS: Readonly<ExchangeLimits> = Object.freeze({
-  // 1 MiB: Kafka's replica.fetch.max.bytes; at 50 ms RTT one partition moves ≥ 20 MiB/s before
-  // the bandwidth limit, not the fetch size, is what bounds it.
-  fetchBytesMax: 1024 * 1024,
+  // 4 MiB: one fetch is in flight per partition, so a partition moves at most fetchBytesMax per
+  // RTT: 80 MiB/s at 50 ms (1 MiB, Kafka's replica.fetch.max.bytes, capped 1 KiB records at
+  // ~16k/s over one link). The link's bandwidth limit, not the fetch size, should be what binds.
+  fetchBytesMax: 4 * 1024 * 1024,
   fetchWaitMs: 500,
   fetchTimeoutMs: 5_000,
   // Four full fetches per link: enough to keep a long link busy, small next to a gateway's heap.
-  inflightBytesPerLinkMax: 4 * 1024 * 1024,
+  inflightBytesPerLinkMax: 16 * 1024 * 1024,
   linkBandwidthBytesPerSec: 0,
   backoffMsMin: 100,
   backoffMsMax: 5_000,
