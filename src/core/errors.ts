@@ -76,6 +76,8 @@ export const ERROR_SPECS = {
   ORIGIN_IS_SELF: { wire: 52, retriable: false, http: 400 },
   /** acks=geo: durable in this region, not yet applied in as many other regions as asked within the timeout. */
   GEO_TIMEOUT: { wire: 53, retriable: false, http: 504 },
+  /** A group failover into a group that has live members here: moving its position under them would skip or repeat records. */
+  GROUP_NOT_EMPTY: { wire: 54, retriable: false, http: 409 },
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof ERROR_SPECS;
