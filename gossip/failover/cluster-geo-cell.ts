@@ -56,8 +56,9 @@ export class ClusterGeoCell implements GeoCell {
       if (isStaleMetadataError(err)) this.cluster.markStale(err);
       throw err;
     }
+    // An answer with nothing in it may leave the bytes field out (protobufjs then decodes an empty array, not a Uint8Array).
     const raw = p.records ?? EMPTY;
-    const records = Buffer.isBuffer(raw) ? raw : Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
+    const records = Buffer.isBuffer(raw) ? raw : raw instanceof Uint8Array ? Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength) : Buffer.from(raw as ArrayLike<number>);
     return { records, highWatermark: Number(p.highWatermark), logStartOffset: Number(p.logStartOffset) };
   }
 

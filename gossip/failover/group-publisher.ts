@@ -56,7 +56,9 @@ export class GroupPublisher {
         this.logger.info({ group: g, err: (err as Error).message }, 'group position not published this pass');
       }
     }
-    // Groups that are gone (or no longer fit) are withdrawn.
+    // Groups that are gone (or no longer fit) are withdrawn, and their cached vectors dropped
+    // (the cache holds at most GEO_GROUPS_MAX groups' partitions).
+    for (const k of [...this.cache.keys()]) if (!keep.has((JSON.parse(k) as [string])[0])) this.cache.delete(k);
     for (const g of [...this.published.keys()]) {
       if (keep.has(g)) continue;
       this.published.delete(g);

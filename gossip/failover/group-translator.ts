@@ -66,9 +66,13 @@ export class GroupTranslator {
   async translateAll(): Promise<void> {
     const others = new Set(this.o.otherRegions());
     let done = 0;
+    const live = new Set<string>();
+    const liveIds = new Set<string>();
     for (const e of this.o.mesh.state()) {
       const k = e.deleted ? undefined : parseGroupKey(e.key);
       if (!k || !others.has(k.region)) continue;
+      live.add(`${k.region}/${k.group}`);
+      liveIds.add(geoGroupId(k.region, k.group));
       // Each region publishes at most GEO_GROUPS_MAX; this bounds a pass over all of them.
       if (done++ >= GEO_GROUPS_MAX * others.size) break;
       try {
@@ -77,6 +81,10 @@ export class GroupTranslator {
         this.logger.info({ region: k.region, group: k.group, err: (err as Error).message }, 'group position not translated this pass');
       }
     }
+    // What was cached of entries that are gone is dropped (the stored commits stay: a failover or
+    // resumeFrom may still want the last translation).
+    for (const k of [...this.cache.keys()]) if (!live.has((JSON.parse(k) as [string])[0])) this.cache.delete(k);
+    for (const id of [...this.written.keys()]) if (!liveIds.has(id)) this.written.delete(id);
   }
 
   /** Translates `region`'s entry of `group` now and writes it to `__geo.<region>.<group>` when it changed. */
@@ -106,7 +114,7 @@ export class GroupTranslator {
           out.push({ topic, partition, startOffset: t.start, filterUntil: t.horizon, vector: pos.vector });
         } catch (err) {
           // The topic may not exist here yet (the catalogue creates it): the next pass tries again.
-          this.logger.debug({ region, group, topic, partition, err: (err as Error).message }, 'partition not translated');
+          this.logger.info({ region, group, topic, partition, err: (err as Error).message }, 'partition not translated this pass');
         }
       }
     }
@@ -126,13 +134,6 @@ export class GroupTranslator {
     const next: Cached = { vector: { ...vector }, start: r.start, horizon: r.horizon, highWatermark: end.highWatermark };
     this.cache.set(key, next);
     return next;
-  }
-
-  /** Forgets what was cached of a group (its entry went away). */
-  forget(region: string, group: string): void {
-    const owner = `${region}/${group}`;
-    for (const k of [...this.cache.keys()]) if ((JSON.parse(k) as [string])[0] === owner) this.cache.delete(k);
-    this.written.delete(geoGroupId(region, group));
   }
 }
 
