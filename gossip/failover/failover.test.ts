@@ -5,7 +5,7 @@
 // group consumed in A before the failover plus what it consumes in B after it (with the filter)
 // is every record exactly once.
 import { describe, expect, it } from 'vitest';
-import { GeoFilter, parseGeoMetadata } from '../../src/client/index.ts';
+import { GeoFilter, geoMetadata, parseGeoMetadata } from '../../src/client/index.ts';
 import { FakeClock, isEdgeqError } from '../../src/core/index.ts';
 import { decodeBatchesWithOrigin } from '../../src/log/index.ts';
 import { InstantMesh } from '../exchange/test-support.ts';
@@ -67,6 +67,11 @@ describe('publishing group positions', () => {
     await w.publisher.publishAll();
     expect(entry()?.value).toMatchObject({ topics: { t: { '0': { offset: 13, vector: { A: 9, B: 10 } } } } });
     expect(w.a.reads).toBe(1);
+    // A commit that still carries a translated position (the group moved here, below its horizon)
+    // publishes what the position covers too.
+    await w.a.commit('g', [{ topic: 't', partition: 0, offset: 13, metadata: geoMetadata({ from: 'B', vector: { B: 12, C: 4 }, filterUntil: 20 }) }]);
+    await w.publisher.publishAll();
+    expect(entry()?.value).toMatchObject({ topics: { t: { '0': { offset: 13, vector: { A: 9, B: 12, C: 4 } } } } });
     // Back to 2: from the log start.
     await w.a.commit('g', [{ topic: 't', partition: 0, offset: 2, metadata: '' }]);
     await w.publisher.publishAll();

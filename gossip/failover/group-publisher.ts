@@ -5,7 +5,7 @@
  * moves forward by scanning only the new records; a commit that went back scans from the log start).
  * An entry is written only when it changed.
  */
-import { GEO_GROUP_PREFIX, type GeoVector } from '../../src/client/index.ts';
+import { GEO_GROUP_PREFIX, parseGeoMetadata, type GeoVector } from '../../src/client/index.ts';
 import { silentLogger, type Clock, type Logger } from '../../src/core/index.ts';
 import type { MeshStateAccess } from '../region/index.ts';
 import type { GeoCell } from './geo-cell.ts';
@@ -72,7 +72,7 @@ export class GroupPublisher {
     if (commits.length === 0) return undefined;
     const topics: GroupEntry['topics'] = {};
     for (const c of commits.sort((a, b) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : a.partition - b.partition))) {
-      const vector = await this.vectorOf(group, c.topic, c.partition, c.offset);
+      const vector = withCarried(await this.vectorOf(group, c.topic, c.partition, c.offset), c.offset, c.metadata);
       (topics[c.topic] ??= {})[String(c.partition)] = { offset: c.offset, vector };
     }
     const entry = this.bounded(topics);
@@ -117,4 +117,18 @@ export class GroupPublisher {
       .filter((k): k is { region: string; group: string } => k?.region === this.region)
       .map((k) => k.group);
   }
+}
+
+/**
+ * A group that moved here and is still below its horizon has also consumed what its carried vector
+ * covers (records it skipped here, above its offset): both are per-origin prefixes (each origin's
+ * order is kept in every log), so the group's vector is their entry-wise max. Without it, a second
+ * failover before the horizon would deliver those records again.
+ */
+export function withCarried(vector: GeoVector, offset: number, metadata: string): GeoVector {
+  const geo = parseGeoMetadata(metadata);
+  if (!geo || offset >= geo.filterUntil) return vector;
+  const out = { ...vector };
+  for (const [origin, n] of Object.entries(geo.vector)) if (n > (out[origin] ?? -1)) out[origin] = n;
+  return out;
 }

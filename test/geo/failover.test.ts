@@ -206,6 +206,7 @@ describe('consumer failover between regions', () => {
       expect([...all].filter((v) => (c.get(v) ?? 0) < 1)).toEqual([]);
       // Duplicates exactly the records consumed at A after the last exchanged commit, each twice.
       const dup = [...c].filter(([, n]) => n > 1);
+      console.log(`[geo-failover] unexchanged commit: ${dup.length} duplicates at ${B}, bound ${late.length} (records consumed at ${A} after the last exchanged commit), ${all.size} records`);
       expect(dup.every(([, n]) => n === 2)).toBe(true);
       expect(dup.map(([v]) => v).sort()).toEqual(late.map((r) => r.value).sort());
       // What B delivered is the rest exactly once: nothing consumed before the published commit again.
