@@ -92,4 +92,23 @@ describe('a consumer starting from a translated position', () => {
     expect(values(await collect(c, 4))).toEqual(['e11', 'e12', 'h5', 'e13']);
     await c.close();
   });
+
+  it('a fetch whose every record is skipped moves the position and what a commit writes past them', async () => {
+    const own = await setUp('geo-s');
+    // Everything from 5 on is covered except h5 (own 5): start 5 would be plain; start at 4 (e12) with e12 and e13 covered.
+    const position = { from: 'us-east', vector: { [own]: 1, 'us-east': 13 }, filterUntil: 7 };
+    await rig.client.admin().commitGroupOffsets('gs', [{ topic: 'geo-s', partition: 0, offset: 4, metadata: geoMetadata(position) }]);
+    const c = rig.client.consumer({ groupId: 'gs', autoCommit: false, maxWaitMs: 100 });
+    c.subscribe('geo-s');
+    // e12 (4) skipped, h5 (5) kept, e13 (6) skipped: the tail of the fetch is skipped.
+    expect(values(await collect(c, 1))).toEqual(['h5']);
+    // Nothing else comes; the position moved past e13, and a commit says so (plain: at the horizon).
+    const more: ConsumerRecord[] = [];
+    for (let i = 0; i < 5; i++) more.push(...(await c.poll({ timeoutMs: 200 })));
+    expect(more).toEqual([]);
+    await c.commit();
+    const [committed] = await rig.client.admin().fetchGroupOffsets('gs', { topics: ['geo-s'] });
+    expect(committed).toMatchObject({ offset: 7, metadata: '' });
+    await c.close();
+  });
 });
