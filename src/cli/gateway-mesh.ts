@@ -14,6 +14,7 @@ import type { Registry } from 'prom-client';
 import { MeshAgent, registerMeshMetrics, type MeshKey } from '../../gossip/index.ts';
 import { GlobalCatalogue, MeshKeys, RegionPublisher, type RegionHealth, type RegionInfo } from '../../gossip/region/index.ts';
 import { ClusterCells, Exchange, exchangeLimits, registerExchangeMetrics, type ExchangeLimits } from '../../gossip/exchange/index.ts';
+import { ClusterGeoCell, GeoGroups } from '../../gossip/failover/index.ts';
 import type { EdgeqClient } from '../client/index.ts';
 import { EdgeqError, type Logger } from '../core/index.ts';
 import type { GatewayMesh, MeshView } from '../gateway/index.ts';
@@ -143,6 +144,17 @@ export async function startGatewayMesh(o: GatewayMeshOptions): Promise<GatewayMe
   const exchange = new Exchange({ mesh: agent, cells, topics: () => catalogue.list().map((t) => ({ name: t.name, partitions: t.partitions })), limits, logger: o.logger });
   registerExchangeMetrics(o.registry, exchange);
   exchange.start();
+  // Group positions for failover between regions: published and translated by the exchange's gateway.
+  const geoCell = new ClusterGeoCell({ region: o.region, localBrokers: o.localBrokers, logger: o.logger });
+  const geoGroups = new GeoGroups({
+    mesh: agent,
+    cell: geoCell,
+    topics: () => new Set(catalogue.list().map((t) => t.name)),
+    otherRegions: () => exchange.otherRegions(),
+    active: () => exchange.active,
+    logger: o.logger,
+  });
+  geoGroups.start();
 
   const mesh: GatewayMesh = {
     view(): MeshView {
@@ -174,11 +186,14 @@ export async function startGatewayMesh(o: GatewayMeshOptions): Promise<GatewayMe
       await catalogue.create(def);
     },
     deleteGlobal: (name) => catalogue.delete(name),
+    failover: (group, from) => geoGroups.failover(group, from),
   };
   return {
     mesh,
     agent,
     close: async () => {
+      geoGroups.stop();
+      await geoCell.close();
       await exchange.stop();
       await cells.close();
       await publisher.stop();

@@ -368,6 +368,33 @@ export class Admin {
     return out.sort((a, b) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : a.partition - b.partition));
   }
 
+  /**
+   * Commits offsets (with metadata) for a group without members, as Kafka's "simple consumer"
+   * commits do (generation -1, no member id): the coordinator refuses them while the group has
+   * members. The first partition refused throws.
+   */
+  async commitGroupOffsets(groupId: string, offsets: readonly (TopicPartitionOffset & { metadata?: string })[]): Promise<void> {
+    if (offsets.length === 0) return;
+    const byTopic = new Map<string, { partition: number; offset: number; metadata: string }[]>();
+    for (const o of offsets) byTopic.set(o.topic, [...(byTopic.get(o.topic) ?? []), { partition: o.partition, offset: o.offset, metadata: o.metadata ?? '' }]);
+    const res = await retry(async () => {
+      const conn = await this.cluster.coordinatorFor(groupId);
+      const r = await conn.request('OffsetCommit', { groupId, generationId: -1, memberId: '', topics: [...byTopic].map(([name, partitions]) => ({ name, partitions })) });
+      const err = errorOf(r.error, { groupId });
+      if (err) {
+        if (err.code === 'COORDINATOR_NOT_AVAILABLE' || err.code === 'CONNECTION_CLOSED') this.cluster.invalidateCoordinator(groupId);
+        throw err;
+      }
+      return r;
+    }, this.retryOptions);
+    for (const t of res.topics) {
+      for (const p of t.partitions) {
+        const err = errorOf(p.error, { groupId, topic: t.name, partition: p.partition });
+        if (err) throw err;
+      }
+    }
+  }
+
   /** Closes the connections (when this admin owns them). */
   async close(): Promise<void> {
     if (this.deps.ownsCluster) await this.cluster.close();

@@ -22,6 +22,8 @@ import { assignorByName, type Assignor } from '../group/index.ts';
 import { decodeBatchesWithOrigin, type RecordHeader } from '../log/index.ts';
 import { errorOf, type FetchResponse, type FetchTopic } from '../protocol/index.ts';
 import { Cluster, isStaleMetadataError, type ClusterOptions } from './cluster.ts';
+import { GeoFilter, parseGeoMetadata } from './geo-filter.ts';
+import { fetchCommitsOf, geoGroupId } from './geo-resume.ts';
 import { GroupMember, type TopicPartition, type TopicPartitionOffset } from './group-member.ts';
 import { listOffsets } from './list-offsets.ts';
 import type { RetryOptions } from './retry.ts';
@@ -77,6 +79,12 @@ export interface ConsumerOptions {
   retryBackoffMs?: number;
   retry?: RetryOptions;
   clientId?: string;
+  /**
+   * The region this group moved from (docs/geo.md): a partition with no commit in the group here
+   * starts at the position translated from that region (the commit of `__geo.<region>.<groupId>`)
+   * and skips the records the group already consumed there. Needs `groupId`.
+   */
+  resumeFrom?: string;
 }
 
 /** Defaults of `ConsumerOptions`. */
@@ -126,6 +134,8 @@ interface PartitionState {
    * its name has another: the position, and what it would commit, mean nothing there.
    */
   topicId: string;
+  /** The filter of a start translated from another region (docs/geo.md); null for a plain start. */
+  geo: GeoFilter | null;
 }
 
 const keyOf = (topic: string, partition: number): string => `${topic}\u0000${partition}`;
@@ -168,7 +178,8 @@ export class Consumer implements AsyncIterable<ConsumerRecord> {
   private readonly ownsCluster: boolean;
   private readonly clock: Clock;
   private readonly logger: Logger;
-  private readonly opts: Required<Omit<ConsumerOptions, 'groupId' | 'assignor' | 'retry' | 'clientId'>> & { retry: RetryOptions };
+  private readonly opts: Required<Omit<ConsumerOptions, 'groupId' | 'assignor' | 'retry' | 'clientId' | 'resumeFrom'>> & { retry: RetryOptions };
+  private readonly resumeFrom: string | null;
   private readonly member: GroupMember | null;
   private readonly groupId: string | null;
   private readonly partitions = new Map<string, PartitionState>();
@@ -213,6 +224,8 @@ export class Consumer implements AsyncIterable<ConsumerRecord> {
     this.signal = new Signal(this.clock);
     this.lastCommitMs = this.clock.monotonicMs();
     this.groupId = options.groupId ?? null;
+    this.resumeFrom = options.resumeFrom ?? null;
+    if (this.resumeFrom !== null && (this.groupId === null || this.resumeFrom === '')) throw new EdgeqError('INVALID_CONFIG', 'resumeFrom needs a groupId and a region name');
     if (this.groupId !== null) {
       const assignor = typeof options.assignor === 'object' ? options.assignor : assignorByName(options.assignor ?? CONSUMER_DEFAULTS.assignor);
       this.member = new GroupMember(
@@ -311,7 +324,7 @@ export class Consumer implements AsyncIterable<ConsumerRecord> {
     const k = keyOf(tp.topic, tp.partition);
     let s = this.partitions.get(k);
     if (!s) {
-      s = { topic: tp.topic, partition: tp.partition, position: null, delivered: null, buffer: [], fetching: false, epoch: 0, topicId: this.cluster.topicIdOf(tp.topic) };
+      s = { topic: tp.topic, partition: tp.partition, position: null, delivered: null, buffer: [], fetching: false, epoch: 0, topicId: this.cluster.topicIdOf(tp.topic), geo: null };
       this.partitions.set(k, s);
     }
     const seek = this.pendingSeeks.get(k);
@@ -323,6 +336,8 @@ export class Consumer implements AsyncIterable<ConsumerRecord> {
   }
 
   private setPosition(s: PartitionState, offset: number): void {
+    // A seek leaves the translated start: what it skipped is no longer known to be consumed.
+    s.geo = null;
     s.position = offset;
     s.delivered = offset;
     s.buffer = [];
@@ -356,18 +371,34 @@ export class Consumer implements AsyncIterable<ConsumerRecord> {
   private async initPositions(): Promise<void> {
     const missing = [...this.partitions.values()].filter((s) => s.position === null);
     if (missing.length === 0) return;
-    let committed = new Map<string, number>();
+    let committed = new Map<string, { offset: number; metadata: string }>();
     if (this.member) committed = await this.member.committed(missing);
-    const reset: PartitionState[] = [];
+    let reset: PartitionState[] = [];
     for (const s of missing) {
       const c = committed.get(keyOf(s.topic, s.partition));
-      if (c !== undefined && c >= 0) {
-        s.position = c;
-        s.delivered = c;
-        this.committable.set(keyOf(s.topic, s.partition), c);
-      } else reset.push(s);
+      if (c !== undefined && c.offset >= 0) this.startAt(s, c.offset, c.metadata);
+      else reset.push(s);
+    }
+    if (this.resumeFrom !== null && this.groupId !== null && reset.length > 0) {
+      // Never committed here: the position translated from the region the group moved from.
+      const translated = await fetchCommitsOf(this.cluster, geoGroupId(this.resumeFrom, this.groupId), reset, this.opts.retry);
+      reset = reset.filter((s) => {
+        const c = translated.get(keyOf(s.topic, s.partition));
+        if (!c || s.position !== null) return !c;
+        this.startAt(s, c.offset, c.metadata);
+        return false;
+      });
     }
     await this.resetPositions(reset);
+  }
+
+  /** Starts a partition at a committed offset, with the filter its metadata asks for (docs/geo.md). */
+  private startAt(s: PartitionState, offset: number, metadata: string): void {
+    s.position = offset;
+    s.delivered = offset;
+    const geo = parseGeoMetadata(metadata);
+    s.geo = geo && offset < geo.filterUntil ? new GeoFilter(geo) : null;
+    this.committable.set(keyOf(s.topic, s.partition), offset);
   }
 
   private async resetPositions(states: PartitionState[]): Promise<void> {
@@ -577,7 +608,7 @@ export class Consumer implements AsyncIterable<ConsumerRecord> {
         { replicaId: -1, maxWaitMs, minBytes: this.opts.minBytes, maxBytes: this.opts.fetchMaxBytes, topics: [...topics.values()] },
         { timeoutMs: this.opts.requestTimeoutMs + maxWaitMs },
       );
-      await this.onFetchResponse(sent, res);
+      await this.onFetchResponse(sent, res, this.cluster.brokers().find((b) => b.id === leaderId)?.region ?? '');
     } catch (err) {
       const e = toEdgeqError(err);
       this.logger.debug({ leaderId, err: e.code }, 'fetch failed');
@@ -595,7 +626,7 @@ export class Consumer implements AsyncIterable<ConsumerRecord> {
     }
   }
 
-  private async onFetchResponse(sent: { state: PartitionState; epoch: number; offset: number }[], res: FetchResponse): Promise<void> {
+  private async onFetchResponse(sent: { state: PartitionState; epoch: number; offset: number }[], res: FetchResponse, leaderRegion: string): Promise<void> {
     const reset: PartitionState[] = [];
     for (const t of res.topics) {
       for (const p of t.partitions) {
@@ -622,14 +653,30 @@ export class Consumer implements AsyncIterable<ConsumerRecord> {
         const bytes = Buffer.from(p.records.buffer, p.records.byteOffset, p.records.byteLength);
         const decoded = await decodeBatchesWithOrigin(bytes, s.offset);
         if (s.state.epoch !== s.epoch || this.partitions.get(k) !== s.state) continue;
+        const geo = s.state.geo;
+        let kept = 0;
         for (const r of decoded) {
+          if (geo?.skips(r, leaderRegion)) continue;
+          kept++;
           s.state.buffer.push({ topic: t.name, partition: p.partition, offset: r.offset, key: r.key, value: r.value, headers: r.headers, timestamp: r.timestamp, originRegion: r.originRegion, originOffset: r.originOffset });
         }
+        if (kept === 0 && decoded.length > 0) this.skipFiltered(s.state, s.offset, decoded[decoded.length - 1]!.offset + 1);
       }
     }
     if (reset.length > 0) {
       await this.resetPositions(reset).catch((err) => this.logger.warn({ err: toEdgeqError(err).message }, 'offset reset failed'));
     }
+  }
+
+  /**
+   * A fetch whose every record the geo filter skipped: the position moves past them (or the next
+   * fetch would return them again), and so does what may be committed when nothing before them is
+   * still unhandled (they were consumed in the old region).
+   */
+  private skipFiltered(s: PartitionState, fetchedAt: number, next: number): void {
+    if (s.position !== fetchedAt || s.buffer.length > 0) return;
+    s.position = next;
+    if (s.delivered === fetchedAt) s.delivered = next;
   }
 
   // ---- commits ------------------------------------------------------------------------------
@@ -652,7 +699,12 @@ export class Consumer implements AsyncIterable<ConsumerRecord> {
 
   private commitOffsets(offsets: TopicPartitionOffset[]): Promise<void> {
     if (!this.member) return Promise.reject(new EdgeqError('INVALID_CONFIG', 'commits need a groupId'));
-    return this.member.commit(offsets, this.mode === 'subscribe');
+    // Below a translated start's horizon a commit carries its position, so a restart keeps filtering.
+    const withGeo = offsets.map((o) => {
+      const geo = this.partitions.get(keyOf(o.topic, o.partition))?.geo;
+      return geo && o.metadata === undefined ? { ...o, metadata: geo.metadataFor(o.offset) } : o;
+    });
+    return this.member.commit(withGeo, this.mode === 'subscribe');
   }
 
   /**

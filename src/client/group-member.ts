@@ -28,6 +28,8 @@ export interface TopicPartition {
 /** An offset for a partition: the next offset to consume. */
 export interface TopicPartitionOffset extends TopicPartition {
   offset: number;
+  /** The commit's metadata string (Kafka's offset metadata); absent: empty. */
+  metadata?: string;
 }
 
 /** Options of a membership. */
@@ -279,7 +281,7 @@ export class GroupMember {
         t = { name: o.topic, partitions: [] };
         topics.set(o.topic, t);
       }
-      t.partitions.push({ partition: o.partition, offset: o.offset });
+      t.partitions.push({ partition: o.partition, offset: o.offset, ...(o.metadata ? { metadata: o.metadata } : {}) });
     }
     const generationId = asMember ? this.generationId : -1;
     const memberId = asMember ? this.memberId : '';
@@ -312,8 +314,8 @@ export class GroupMember {
     }
   }
 
-  /** The committed offsets of partitions (-1 where nothing was committed). */
-  async committed(partitions: readonly TopicPartition[]): Promise<Map<string, number>> {
+  /** The committed offsets of partitions (-1 where nothing was committed), with their metadata. */
+  async committed(partitions: readonly TopicPartition[]): Promise<Map<string, { offset: number; metadata: string }>> {
     const byTopic = new Map<string, number[]>();
     for (const tp of partitions) byTopic.set(tp.topic, [...(byTopic.get(tp.topic) ?? []), tp.partition]);
     const res = await retry(async () => {
@@ -326,10 +328,10 @@ export class GroupMember {
       if (err) throw this.onGroupError(err);
       return r;
     }, { ...this.options.retry, clock: this.cluster.clock });
-    const out = new Map<string, number>();
+    const out = new Map<string, { offset: number; metadata: string }>();
     for (const t of res.topics) {
       for (const p of t.partitions) {
-        if (!p.error || p.error.code === 0) out.set(`${t.name}\u0000${p.partition}`, p.offset);
+        if (!p.error || p.error.code === 0) out.set(`${t.name}\u0000${p.partition}`, { offset: p.offset, metadata: p.metadata ?? '' });
       }
     }
     return out;

@@ -25,3 +25,5 @@ export { retry, backoffDelayMs, sleep, RETRY_DEFAULTS, type RetryOptions } from 
 export { DefaultPartitioner, partitionForKey, type Partitioner, type PartitionInput } from './partitioner.ts';
 export { murmur2, toPositive } from './murmur2.ts';
 export type { BufferFullPolicy } from './buffer-budget.ts';
+export { GeoFilter, geoMetadata, isCovered, parseGeoMetadata, parseVector, GEO_VECTOR_ORIGINS_MAX, type GeoPosition, type GeoVector, type FilterableRecord } from './geo-filter.ts';
+export { fetchCommitsOf, geoGroupId, GEO_GROUP_PREFIX } from './geo-resume.ts';

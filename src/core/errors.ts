@@ -78,6 +78,8 @@ export const ERROR_SPECS = {
   GEO_TIMEOUT: { wire: 53, retriable: false, http: 504 },
   /** An applied batch's precondition failed: the partition's cursor for its origin is not the one the replicator expected (an earlier batch of its pipeline did not land). */
   ORIGIN_CURSOR_MISMATCH: { wire: 54, retriable: false, http: 409 },
+  /** A group failover into a group that has live members here: moving its position under them would skip or repeat records. */
+  GROUP_NOT_EMPTY: { wire: 55, retriable: false, http: 409 },
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof ERROR_SPECS;

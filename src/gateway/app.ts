@@ -18,6 +18,7 @@ import { GatewayMetrics, type GatewayAcksLabel } from './metrics.ts';
 import { isPlainObject, parseJsonObject } from './json-body.ts';
 import { checkGroupId, GroupMembers, MEMBER_TOPICS_MAX, type JoinRequest } from './groups.ts';
 import { noMesh, type GatewayMesh } from './mesh.ts';
+import { registerFailoverRoute } from './failover-route.ts';
 import { checkBatches, checkRecords, recordBytes, parseJsonRecords, parseProtobufBatches, parseValueEncoding, toJsonRecord, type GatewayRecord } from './records.ts';
 
 /** What the app is built from. */
@@ -434,6 +435,8 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
     await groups.commit(group, id, offsets);
     return c.body(null, 204);
   });
+
+  registerFailoverRoute(app, { mesh: deps.mesh, bodyBytesMax: limits.bodyBytesMax, requireJson });
 
   app.delete('/v1/groups/:group/members/:id', async (c) => {
     const group = c.req.param('group');

@@ -7,4 +7,4 @@ export { READ_ROUND_TRIP_MS, READ_SERVE_MS_MAX, READ_RETRY_AFTER_MS } from './ba
 export { GroupMembers, MEMBER_TOPICS_MAX, MEMBERS_RETRY_AFTER_MS, type JoinRequest } from './groups.ts';
 export { StreamSlots, STREAM_RETRY_AFTER_MS } from './stream.ts';
 export { GatewayMetrics, UNMATCHED_ROUTE, type GatewayAcksLabel, type GatewayMetricsOptions } from './metrics.ts';
-export type { GatewayMesh, GlobalTopicRequest, MeshMemberView, MeshRegionView, MeshSelfView, MeshView } from './mesh.ts';
+export type { FailoverPartitionView, FailoverView, GatewayMesh, GlobalTopicRequest, MeshMemberView, MeshRegionView, MeshSelfView, MeshView } from './mesh.ts';

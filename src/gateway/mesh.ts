@@ -104,6 +104,28 @@ export interface GatewayMesh {
   otherRegions(): string[];
   /** acks=geo: resolves once `regions` other regions applied this region's records up to `lastOffset`; GEO_TIMEOUT after `timeoutMs`. */
   waitGeo(topic: string, partition: number, lastOffset: number, regions: number, timeoutMs: number): Promise<string[]>;
+  /**
+   * Moves `group`'s position here from region `from` (docs/geo.md). INVALID_ARGUMENT when `from`
+   * is this region, NOT_FOUND when the mesh does not know it or it never published the group,
+   * GROUP_NOT_EMPTY when the group has live members here; nothing is written on a refusal.
+   */
+  failover(group: string, from: string): Promise<FailoverView>;
+}
+
+/** One partition of a failover's answer. */
+export interface FailoverPartitionView {
+  topic: string;
+  partition: number;
+  startOffset: number;
+  filterUntil: number;
+  vector: Record<string, number>;
+}
+
+/** The body of `POST /v1/groups/{g}/failover`. */
+export interface FailoverView {
+  group: string;
+  from: string;
+  partitions: FailoverPartitionView[];
 }
 
 /** The refusal of a global topic by a gateway without a mesh agent. */

@@ -4,12 +4,14 @@
  * HTTP on 127.0.0.1, one without auth and one with API keys. Every request goes through `call`,
  * which checks the exchange against docs/openapi.yaml and fails the test on the first mismatch.
  */
-import { EdgeqError } from '../../src/core/index.ts';
+import { EdgeqError, silentLogger } from '../../src/core/index.ts';
 import { serve, type ServerType } from '@hono/node-server';
 import { expect } from 'vitest';
 import { createClient, type EdgeqClient } from '../../src/client/index.ts';
 import { Authenticator, createGatewayApp, hashApiKey, type GatewayApp, type GatewayLimits, type GatewayMesh, type MeshView } from '../../src/gateway/index.ts';
 import { TestCell } from '../helpers/cell.ts';
+import { ClusterGeoCell, failoverGroup, groupKey, GroupTranslator, type FailoverResult } from '../../gossip/failover/index.ts';
+import { InstantMesh } from '../../gossip/exchange/test-support.ts';
 import type { OpenApiContract } from './openapi-contract.ts';
 
 /** Small bounds, so every 413 and 429 of the document can be reached with a few requests. */
@@ -26,6 +28,8 @@ export const LIMITS: Partial<GatewayLimits> = {
 
 /** The keyed gateway's topic: the grants below name it. */
 export const KEYED_TOPIC = 'k-main';
+/** Groups the stub mesh's other region (eu-west) has published: failovers of them from eu-west are answered. */
+export const STUB_PUBLISHED_GROUPS = ['k-moved', 'k-busy'] as const;
 
 /** API keys of the keyed gateway, by what they may do. */
 export const KEYS = {
@@ -159,8 +163,30 @@ export class ServedGateway {
  */
 export class StubMesh implements GatewayMesh {
   private readonly globals = new Set<string>();
+  /** Failover runs for real over this cell; eu-west's published group positions sit in a shared in-memory mesh state. */
+  private readonly geoMesh = new InstantMesh();
+  private readonly geoCell: ClusterGeoCell;
+  private readonly translator: GroupTranslator;
 
-  constructor(private readonly client: EdgeqClient) {}
+  constructor(
+    private readonly client: EdgeqClient,
+    brokers: string[],
+  ) {
+    const here = this.geoMesh.member('us-east');
+    const there = this.geoMesh.member('eu-west');
+    this.geoCell = new ClusterGeoCell({ region: 'us-east', localBrokers: brokers, logger: silentLogger });
+    this.translator = new GroupTranslator({ mesh: here, cell: this.geoCell, otherRegions: () => this.otherRegions() });
+    // eu-west published these groups (nothing consumed yet: an empty vector starts at the log start).
+    for (const g of STUB_PUBLISHED_GROUPS) there.setState(groupKey('eu-west', g), { topics: { [KEYED_TOPIC]: { '0': { offset: 0, vector: {} } } }, atMs: Date.now() });
+  }
+
+  failover(group: string, from: string): Promise<FailoverResult> {
+    return failoverGroup({ self: 'us-east', otherRegions: () => this.otherRegions(), translator: this.translator, cell: this.geoCell }, group, from);
+  }
+
+  close(): Promise<void> {
+    return this.geoCell.close();
+  }
 
   view(): MeshView {
     return {
@@ -222,14 +248,16 @@ export class ConformanceRig {
     readonly client: EdgeqClient,
     readonly open: ServedGateway,
     readonly keyed: ServedGateway,
+    private readonly stub: StubMesh,
   ) {}
 
   static async start(contract: OpenApiContract): Promise<ConformanceRig> {
     const cell = await new TestCell({ broker: { adminPort: 0 } }).start();
     const client = createClient({ brokers: cell.addresses(), metadataMaxAgeMs: 500 });
     const open = await serveGateway('open', createGatewayApp({ client, limits: LIMITS }), contract);
-    const keyed = await serveGateway('keyed', createGatewayApp({ client, limits: LIMITS, auth: Authenticator.fromJson(keysDoc()), mesh: new StubMesh(client) }), contract);
-    return new ConformanceRig(cell, client, open, keyed);
+    const stub = new StubMesh(client, cell.addresses());
+    const keyed = await serveGateway('keyed', createGatewayApp({ client, limits: LIMITS, auth: Authenticator.fromJson(keysDoc()), mesh: stub }), contract);
+    return new ConformanceRig(cell, client, open, keyed, stub);
   }
 
   /** Every broker's /metrics URL. */
@@ -239,6 +267,7 @@ export class ConformanceRig {
 
   async close(): Promise<void> {
     await Promise.allSettled([this.open.close(), this.keyed.close()]);
+    await this.stub.close();
     await this.client.close();
     await this.cell.close();
   }

@@ -114,9 +114,35 @@ async function happyPaths(gw: ServedGateway, topic: string, key?: string): Promi
     const geo = await gw.call('POST', `/v1/topics/${everywhere}/records?acks=geo&regions=1&timeoutMs=50`, { key, json: { records: [{ value: 'g' }] } });
     expect(geo.status).toBe(504);
     expect((await gw.call('DELETE', `/v1/topics/${everywhere}`, { key })).status).toBe(204);
+    await failoverPaths(gw, key);
   } else {
     expect((await gw.call('GET', '/v1/mesh')).status).toBe(404);
+    // Without a mesh no other region is known.
+    expect((await gw.call('POST', '/v1/groups/o-moved/failover', { json: { from: 'eu-west' } })).status).toBe(404);
   }
+}
+
+/** Failover over the stub mesh (eu-west published k-moved and k-busy): the answer and every refusal. */
+async function failoverPaths(gw: ServedGateway, key: string): Promise<void> {
+  const failover = (group: string, o: Parameters<ServedGateway['call']>[2]) => gw.call('POST', `/v1/groups/${group}/failover`, { key, ...o });
+  const moved = await failover('k-moved', { json: { from: 'eu-west' } });
+  expect(moved.status).toBe(200);
+  expect(moved.json<{ group: string; from: string; partitions: { topic: string; startOffset: number }[] }>()).toMatchObject({ group: 'k-moved', from: 'eu-west', partitions: [{ topic: KEYED_TOPIC, startOffset: 0 }] });
+  expect((await failover('k-moved', { json: { from: 'us-east' } })).status).toBe(400);
+  expect((await failover('k-moved', { json: {} })).status).toBe(400);
+  expect((await failover('k-moved', { json: { from: 'mars' } })).status).toBe(404);
+  expect((await failover('k-never', { json: { from: 'eu-west' } })).status).toBe(404);
+  expect((await failover('k-moved', { body: 'x'.repeat(LIMITS.bodyBytesMax! + 1), type: 'application/json' })).status).toBe(413);
+  expect((await failover('k-moved', { body: 'from=eu-west', type: 'text/plain' })).status).toBe(415);
+  // A live member in the group: 409, and its commits are left alone.
+  const joined = await gw.call('POST', '/v1/groups/k-busy/members', { key, json: { topics: [KEYED_TOPIC] } });
+  expect(joined.status).toBe(201);
+  const member = `/v1/groups/k-busy/members/${joined.json<{ memberId: string }>().memberId}`;
+  await eventually(async () => {
+    await gw.call('GET', `${member}/records?waitMs=100`, { key });
+    return (await failover('k-busy', { json: { from: 'eu-west' } })).status === 409;
+  }, SETTLE_MS_MAX, 'a failover into a group with a live member to be refused');
+  expect((await gw.call('DELETE', member, { key })).status).toBe(204);
 }
 
 describe('the HTTP API against docs/openapi.yaml', () => {
@@ -268,6 +294,7 @@ describe('the HTTP API against docs/openapi.yaml', () => {
       ['GET', `${member}/records`, {}],
       ['POST', `${member}/commit`, {}],
       ['DELETE', member, {}],
+      ['POST', '/v1/groups/k-moved/failover', { json: { from: 'eu-west' } }],
     ];
     for (const [method, path, o] of v1) {
       for (const key of [undefined, 'not-a-key']) {
@@ -290,6 +317,7 @@ describe('the HTTP API against docs/openapi.yaml', () => {
       ['GET', `${member}/records`, KEYS.writer, {}],
       ['POST', `${member}/commit`, KEYS.writer, {}],
       ['DELETE', member, KEYS.writer, {}],
+      ['POST', '/v1/groups/k-moved/failover', KEYS.reader, { json: { from: 'eu-west' } }],
     ];
     for (const [method, path, key, o] of forbidden) expect((await gw.call(method, path, { ...o, key })).status, `${method} ${path}`).toBe(403);
     // Listing filters by grant instead of refusing.

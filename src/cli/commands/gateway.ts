@@ -108,6 +108,7 @@ export function registerGatewayCommand(program: Command): void {
         deleteGlobal: (name) => meshHandle!.mesh.deleteGlobal(name),
         otherRegions: () => meshHandle?.mesh.otherRegions() ?? [],
         waitGeo: (...args) => meshHandle!.mesh.waitGeo(...args),
+        failover: (group, from) => meshHandle!.mesh.failover(group, from),
       };
       // Records of global topics written here are shown with this region as their origin.
       const region = meshFlags?.region ?? flags.region ?? process.env.EDGEQ_REGION ?? 'local';
