@@ -9,8 +9,13 @@ export interface OriginFetchRequest {
   partition: number;
   /** The region whose records are wanted. */
   origin: string;
-  /** Local offset in the source's log to scan from; -1 lets the source find it from `afterOriginOffset`. */
+  /**
+   * Local offset in the source's log to scan from; -1 lets the source find it from
+   * `afterOriginOffset`; -2 continues `session` where its previous fetch ended.
+   */
   scanFrom: number;
+  /** The fetch session (fetches of one session are sent, and answered, in the order they are made). */
+  session?: string;
   /** Batches whose origin offsets are at or below this are skipped (the applying region holds them). */
   afterOriginOffset: number;
   maxBytes: number;

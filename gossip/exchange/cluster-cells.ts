@@ -50,6 +50,8 @@ export class ClusterCells implements CellAccess {
   /** Dedicated connections by `<use>/<region>/<topic>/<partition>`, with the broker they go to. */
   private readonly dedicated = new Map<string, { brokerId: number; conn: Promise<Connection> }>();
   private closed = false;
+  /** Per dedicated connection, the send before the next one: a session's fetches go out in order. */
+  private readonly sendOrder = new Map<string, Promise<void>>();
 
   constructor(private readonly o: ClusterCellsOptions) {
     this.local = new Cluster({ brokers: o.localBrokers, clientId: `edgeq-exchange-${o.region}`, logger: o.logger, requestTimeoutMs: o.appendTimeoutMs + o.requestTimeoutMs });
@@ -80,25 +82,42 @@ export class ClusterCells implements CellAccess {
 
   async fetch(region: string, req: OriginFetchRequest, signal: AbortSignal): Promise<OriginFetchResult> {
     const cluster = region === this.o.region ? this.local : this.remote(region);
-    return this.originFetch(cluster, region, req, signal, `fetch/${region}/${req.topic}/${req.partition}`);
+    const key = `fetch/${region}/${req.topic}/${req.partition}`;
+    // Fetches of a session must reach the broker in the order they were made: each waits for the
+    // one before it to be on the wire (the connection keeps the order from there).
+    const before = this.sendOrder.get(key) ?? Promise.resolve();
+    let sent!: () => void;
+    const mine = new Promise<void>((r) => (sent = r));
+    const next = before.then(() => mine);
+    this.sendOrder.set(key, next);
+    void next.then(() => this.sendOrder.get(key) === next && this.sendOrder.delete(key));
+    try {
+      await before;
+      return await this.originFetch(cluster, region, req, signal, key, sent);
+    } finally {
+      sent();
+    }
   }
 
-  private async originFetch(cluster: Cluster, region: string, req: OriginFetchRequest, signal: AbortSignal, own?: string): Promise<OriginFetchResult> {
+  private async originFetch(cluster: Cluster, region: string, req: OriginFetchRequest, signal: AbortSignal, own?: string, onSent?: () => void): Promise<OriginFetchResult> {
     const res = await this.withLeader(cluster, req.topic, req.partition, signal, own, (conn) => {
       // Fetch v1 ignores the origin filter and would hand back every batch as the origin's.
       if ((conn.versionOf('Fetch') ?? 0) < FETCH_ORIGIN_VERSION) {
         throw new EdgeqError('UNSUPPORTED_VERSION', `region ${region}'s broker does not speak Fetch v${FETCH_ORIGIN_VERSION} (the origin filter)`, { details: { region } });
       }
-      return conn.request(
+      const answer = conn.request(
         'Fetch',
         {
           maxWaitMs: req.maxWaitMs,
           minBytes: 1,
           maxBytes: req.maxBytes,
-          topics: [{ name: req.topic, partitions: [{ partition: req.partition, fetchOffset: req.scanFrom, maxBytes: req.maxBytes, origin: req.origin, afterOriginOffset: req.afterOriginOffset }] }],
+          topics: [{ name: req.topic, partitions: [{ partition: req.partition, fetchOffset: req.scanFrom, maxBytes: req.maxBytes, origin: req.origin, afterOriginOffset: req.afterOriginOffset, ...(req.session ? { session: req.session } : {}) }] }],
         },
-        { timeoutMs: req.maxWaitMs + this.o.requestTimeoutMs },
+        // A fetch of a session may wait behind the ones before it at the broker.
+        { timeoutMs: req.maxWaitMs * (req.session ? 3 : 1) + this.o.requestTimeoutMs },
       );
+      onSent?.();
+      return answer;
     });
     const p = res.topics[0]?.partitions[0];
     if (!p) throw new EdgeqError('UNKNOWN', `region ${region} answered a fetch without the partition`, { details: { region } });

@@ -30,6 +30,8 @@ export interface ExchangeLimits {
   gapsMax: number;
   /** Bound on one local acks=all append of an applied batch. */
   appendTimeoutMs: number;
+  /** Long polls of one replicator in flight at once (a fetch session: each continues the one before). */
+  fetchPipelineDepth: number;
   /** Appends of one replicator in flight at once (each conditional on the one before it landing). */
   applyInflightMax: number;
   /** Longest wait between probes of a link that failed (a healed link is back within this). */
@@ -58,6 +60,9 @@ export const EXCHANGE_DEFAULTS: Readonly<ExchangeLimits> = Object.freeze({
   // Eight: one-record batches (a producer without linger) are then applied at group-commit speed
   // instead of one local round trip each; more buys little on a 2-core machine.
   applyInflightMax: 8,
+  // Two: the second long poll waits parked at the source while the first's answer crosses the
+  // link, so a record appended then goes out at once (one way, not a round trip plus).
+  fetchPipelineDepth: 2,
   // One second: a probe is one metadata request, and a healed link should not wait out a long backoff.
   probeIntervalMsMax: 1_000,
 });
@@ -71,6 +76,7 @@ export function exchangeLimits(overrides: Partial<ExchangeLimits> = {}): Exchang
   if (l.fetchBytesMax < 1024) throw bad('fetchBytesMax', `exchange limit fetchBytesMax must be at least 1024, got ${l.fetchBytesMax}`);
   if (l.backoffMsMax < l.backoffMsMin) throw bad('backoffMsMax', 'exchange limit backoffMsMax must be >= backoffMsMin');
   if (l.applyInflightMax < 1) throw bad('applyInflightMax', 'exchange limit applyInflightMax must be at least 1');
+  if (l.fetchPipelineDepth < 1) throw bad('fetchPipelineDepth', 'exchange limit fetchPipelineDepth must be at least 1');
   return l;
 }
 

@@ -54,6 +54,9 @@ export interface ReplicatorDeps {
   random?: () => number;
 }
 
+/** `scanFrom` that continues the fetch session. */
+const SCAN_CONTINUE = -2;
+
 /** Errors that say the link (or the region behind it) is down, not that this request was wrong. */
 const LINK_FAILURES = new Set(['CONNECTION_CLOSED', 'REQUEST_TIMED_OUT', 'TIMEOUT', 'BROKER_NOT_AVAILABLE']);
 
@@ -91,6 +94,8 @@ export class Replicator {
   private appliedRecords = 0;
   private stalled = false;
   private attempt = 0;
+  /** Fetch sessions started (their ids are unique per replicator). */
+  private sessions = 0;
   private aborter = new AbortController();
   private loop: Promise<void> | null = null;
   private stopped = false;
@@ -190,29 +195,56 @@ export class Replicator {
     }
   }
 
-  /** Reads the cursor back, then fetches and applies until something fails. */
+  /**
+   * Reads the cursor back, then fetches and applies until something fails. Up to
+   * `fetchPipelineDepth` fetches are in flight in one fetch session with the source: the first
+   * from an explicit position, the others continuing where the one before ends. A failed fetch
+   * breaks the session (the ones after it are dropped unread) and a new one starts.
+   */
   private async session(signal: AbortSignal): Promise<void> {
     if (this.cursor === undefined) {
       this.cursor = await this.deps.cells.localCursor(this.topic, this.partition, this.origin, signal);
       this.updateBehind();
     }
     let scan = { source: '', from: -1 };
-    let ahead: Promise<Fetched> | null = null;
     let fetchedTo = this.cursor;
-    const next = (): Promise<Fetched> => {
-      const source = this.pick();
-      if (source !== scan.source) scan = { source, from: source === this.origin ? fetchedTo + 1 : -1 };
-      const p = this.fetch(source, scan.from, fetchedTo, signal);
-      return p;
+    let sess: { source: string; id: string } | null = null;
+    const pending: Promise<Fetched>[] = [];
+    const push = (p: Promise<Fetched>) => {
+      // A fetch dropped with its session is nobody's business.
+      p.catch(() => undefined);
+      pending.push(p);
     };
-    ahead = next();
-    // A prefetch that fails after the session ended is nobody's business.
-    ahead.catch(() => undefined);
+    const fill = (): void => {
+      while (pending.length < this.deps.limits.fetchPipelineDepth) {
+        let source: string;
+        try {
+          source = this.pick();
+        } catch (err) {
+          if (pending.length === 0) throw err;
+          return;
+        }
+        if (sess && sess.source !== source) {
+          if (pending.length > 0) return; // drain the session before switching source
+          sess = null;
+        }
+        if (!sess) {
+          if (source !== scan.source) scan = { source, from: source === this.origin ? fetchedTo + 1 : -1 };
+          sess = { source, id: `${this.key}#${this.deps.clock.nowMs()}-${++this.sessions}` };
+          push(this.fetch(source, scan.from, fetchedTo, sess.id, signal));
+        } else {
+          push(this.fetch(source, SCAN_CONTINUE, -1, sess.id, signal));
+        }
+      }
+    };
+    fill();
     for (;;) {
       let got: Fetched;
       try {
-        got = await ahead;
+        got = await pending.shift()!;
       } catch (err) {
+        pending.length = 0;
+        sess = null;
         const e = toEdgeqError(err);
         if (e.code === 'OFFSET_OUT_OF_RANGE' && typeof e.details.logStartOffset === 'number') {
           // Absent from the map: nothing of the origin's own was deleted; no map at all: unknown.
@@ -220,8 +252,7 @@ export class Replicator {
           const deleted = map ? (map[this.origin] ?? -1) : undefined;
           this.fellBelowLogStart(scan, e.details.logStartOffset, deleted);
           fetchedTo = this.cursor;
-          ahead = next();
-          ahead.catch(() => undefined);
+          fill();
           continue;
         }
         throw err;
@@ -236,8 +267,7 @@ export class Replicator {
         if (h.originRegion === this.origin) fetchedTo = Math.max(fetchedTo, h.originOffset + h.lastOffsetDelta);
       }
       scan.from = got.res.scannedTo;
-      ahead = next();
-      ahead.catch(() => undefined);
+      fill();
       await this.applyAll(batches, signal);
       if (batches.length === 0 && this.head <= this.cursor) this.lastProgressMs = this.deps.clock.monotonicMs();
     }
@@ -251,14 +281,14 @@ export class Replicator {
     return source;
   }
 
-  private async fetch(source: string, scanFrom: number, after: number, signal: AbortSignal): Promise<Fetched> {
+  private async fetch(source: string, scanFrom: number, after: number, session: string, signal: AbortSignal): Promise<Fetched> {
     const link = this.deps.link(source);
     const grant = await link.acquire(this.key, this.deps.limits.fetchBytesMax, signal);
     let used = 0;
     try {
       const res = await this.deps.cells.fetch(
         source,
-        { topic: this.topic, partition: this.partition, origin: this.origin, scanFrom, afterOriginOffset: after, maxBytes: grant.maxBytes, maxWaitMs: this.deps.limits.fetchWaitMs },
+        { topic: this.topic, partition: this.partition, origin: this.origin, scanFrom, afterOriginOffset: after, maxBytes: grant.maxBytes, maxWaitMs: this.deps.limits.fetchWaitMs, session },
         signal,
       );
       used = res.records.length;

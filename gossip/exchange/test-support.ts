@@ -5,7 +5,7 @@
  * whose state every member sees at once.
  */
 import { EdgeqError } from '../../src/core/index.ts';
-import { buildBatch, decodeBatch, readBatchHeader, writeInt64, OFFSET_BASE_OFFSET } from '../../src/log/index.ts';
+import { buildBatch, decodeBatch, readBatchHeader, splitBatches, writeInt64, OFFSET_BASE_OFFSET } from '../../src/log/index.ts';
 import type { MeshMember } from '../agent/events.ts';
 import type { MeshStateEntry } from '../region/index.ts';
 import type { ApplyResult, CellAccess, LocalOriginState, OriginFetchRequest, OriginFetchResult } from './cell-access.ts';
@@ -132,7 +132,36 @@ class FakeCells implements CellAccess {
     this.check(region);
   }
 
+  /** Fetch sessions, as the broker keeps them: each fetch's end, for the next to continue from. */
+  private readonly sessions = new Map<string, Promise<{ next: number; after: number } | undefined>>();
+
   async fetch(region: string, req: OriginFetchRequest, signal: AbortSignal): Promise<OriginFetchResult> {
+    if (!req.session) return this.fetchOnce(region, req, signal);
+    const prev = this.sessions.get(req.session) ?? Promise.resolve(undefined);
+    let finish!: (v: { next: number; after: number } | undefined) => void;
+    this.sessions.set(req.session, new Promise((r) => (finish = r)));
+    try {
+      let r = req;
+      if (req.scanFrom === -2) {
+        const p = await prev;
+        if (!p) throw new EdgeqError('INVALID_REQUEST', `fetch session ${req.session} is unknown or broken`);
+        r = { ...req, scanFrom: p.next, afterOriginOffset: Math.max(req.afterOriginOffset, p.after) };
+      }
+      const res = await this.fetchOnce(region, r, signal);
+      let after = r.afterOriginOffset;
+      for (const b of splitBatches(res.records)) {
+        const h = readBatchHeader(b);
+        if (h.originRegion === req.origin) after = Math.max(after, h.originOffset + h.lastOffsetDelta);
+      }
+      finish({ next: res.scannedTo, after });
+      return res;
+    } catch (err) {
+      finish(undefined);
+      throw err;
+    }
+  }
+
+  private async fetchOnce(region: string, req: OriginFetchRequest, signal: AbortSignal): Promise<OriginFetchResult> {
     this.check(region);
     this.world.fetches++;
     if (this.world.hanging.has(region)) {

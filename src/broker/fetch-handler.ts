@@ -9,6 +9,8 @@
 import { EdgeqError, isEdgeqError, systemClock, type Clock } from '../core/index.ts';
 import { OFFSET_RECORD_COUNT, batchSizeAt } from '../log/index.ts';
 import { originCursorsOf, readOrigin, resolveOriginStart } from './origin-fetch.ts';
+import { FETCH_OFFSET_CONTINUE, FetchSessions, type SessionPosition, type SessionTurn } from './fetch-sessions.ts';
+import { readBatchHeader, splitBatches } from '../log/index.ts';
 import type { BrokerMetrics } from '../metrics/index.ts';
 import { wireError, type FetchPartitionResult, type FetchRequest, type FetchResponse } from '../protocol/index.ts';
 import type { Partition } from './partition.ts';
@@ -39,6 +41,10 @@ interface Slot {
   afterOriginOffset: number;
   /** Set when a follower's fetch failed the leader's checks: answered as this error, not read. */
   refused?: FetchPartitionResult['error'];
+  /** With `origin`: the fetch session this slot takes a turn in. */
+  session: string | null;
+  /** What was answered for this slot (a session's next turn starts where it ended). */
+  result?: FetchPartitionResult;
 }
 
 /** Handles one Fetch request; `onClose` tells when the connection goes away (stop waiting). */
@@ -52,10 +58,10 @@ export async function handleFetch(
     metrics?: BrokerMetrics;
     /** This broker's region: the origin of its own writes in a global topic. */
     region?: string;
+    /** Origin-fetch sessions of this broker (fetch_offset -2). */
+    sessions?: FetchSessions;
   },
 ): Promise<FetchResponse> {
-  const clock = deps.clock ?? systemClock;
-  const region = deps.region ?? 'local';
   const slots: Slot[] = [];
   for (const t of req.topics) {
     for (const fp of t.partitions) {
@@ -77,6 +83,7 @@ export async function handleFetch(
         epoch: fp.currentLeaderEpoch,
         origin: fp.origin ?? null,
         afterOriginOffset: fp.afterOriginOffset ?? -1,
+        session: fp.origin && fp.session ? fp.session : null,
         ...(refused ? { refused } : {}),
       });
     }
@@ -84,6 +91,55 @@ export async function handleFetch(
   if (slots.length > deps.limits.fetchPartitionsMax) {
     throw new EdgeqError('INVALID_REQUEST', `fetch names ${slots.length} partitions, the limit is ${deps.limits.fetchPartitionsMax}`);
   }
+  // Session turns are taken now, before anything is awaited: in the order the fetches arrived.
+  const turns: [Slot, SessionTurn][] = [];
+  for (const s of slots) {
+    if (s.session === null) continue;
+    if (!deps.sessions) {
+      s.refused = wireError(new EdgeqError('INVALID_REQUEST', 'this broker keeps no fetch sessions'));
+      continue;
+    }
+    turns.push([s, deps.sessions.enter(s.session)]);
+  }
+  if (turns.length === 0) return serveFetch(req, slots, deps);
+  try {
+    for (const [s, turn] of turns) {
+      const prev = await turn.previous;
+      if (s.offset !== FETCH_OFFSET_CONTINUE) continue;
+      try {
+        const pos = FetchSessions.continueFrom(s.session!, prev, { topic: s.topic, partition: s.partitionIndex, origin: s.origin ?? '' });
+        s.offset = pos.next;
+        s.afterOriginOffset = Math.max(s.afterOriginOffset, pos.after);
+      } catch (err) {
+        s.refused = wireError(err);
+      }
+    }
+    const res = await serveFetch(req, slots, deps);
+    for (const [s, turn] of turns) turn.finish(sessionEnd(s));
+    return res;
+  } catch (err) {
+    for (const [, turn] of turns) turn.finish(undefined);
+    throw err;
+  }
+}
+
+/** Where a session's next fetch starts after this slot's answer; undefined when it failed. */
+function sessionEnd(s: Slot): SessionPosition | undefined {
+  const r = s.result;
+  if (!r || r.error || s.origin === null) return undefined;
+  let after = s.afterOriginOffset;
+  const buf = Buffer.isBuffer(r.records) ? r.records : Buffer.from(r.records.buffer, r.records.byteOffset, r.records.byteLength);
+  for (const b of splitBatches(buf)) {
+    const h = readBatchHeader(b);
+    if (h.originRegion === s.origin) after = Math.max(after, h.originOffset + h.lastOffsetDelta);
+  }
+  const next = (r.scannedTo ?? -1) >= 0 ? r.scannedTo! : s.offset;
+  return { topic: s.topic, partition: s.partitionIndex, origin: s.origin, next, after };
+}
+
+async function serveFetch(req: FetchRequest, slots: Slot[], deps: Parameters<typeof handleFetch>[1]): Promise<FetchResponse> {
+  const clock = deps.clock ?? systemClock;
+  const region = deps.region ?? 'local';
   const replicaId = req.replicaId ?? -1;
   const maxWaitMs = Math.min(Math.max(0, req.maxWaitMs ?? 0), deps.limits.fetchWaitMsMax);
   const minBytes = Math.max(0, req.minBytes ?? 0);
@@ -197,6 +253,7 @@ async function readAll(slots: Slot[], maxBytesTotal: number, replica: boolean, r
 
 /** The response, counted once it is final (a long poll's earlier empty reads are not). */
 function answer(slots: Slot[], results: FetchPartitionResult[], replica: boolean, metrics: BrokerMetrics | undefined): FetchResponse {
+  slots.forEach((s, i) => (s.result = results[i]));
   if (metrics) {
     let records = 0;
     let bytes = 0;

@@ -17,6 +17,7 @@ import {
   type TopicMetadata,
 } from '../protocol/index.ts';
 import { handleFetch, type FetchLimits } from './fetch-handler.ts';
+import { FetchSessions } from './fetch-sessions.ts';
 import { handleProduce, type ProduceLimits } from './produce-handler.ts';
 import type { CellController, ProducerIdSource } from './controller.ts';
 import type { Handlers } from './request-router.ts';
@@ -47,6 +48,8 @@ export interface HandlerDeps {
 
 /** Builds the handler table. */
 export function createHandlers(d: HandlerDeps): Handlers {
+  // The broker's origin-fetch sessions (a replicator's pipelined long polls).
+  const fetchSessions = new FetchSessions();
   const topicMetadata = (view: TopicView): TopicMetadata => ({
     name: view.record.name,
     topicId: view.record.id,
@@ -115,7 +118,7 @@ export function createHandlers(d: HandlerDeps): Handlers {
       return req.acks === Acks.NONE ? null : res;
     },
 
-    Fetch: async (req, ctx) => handleFetch(req, { topics: d.topics, limits: d.fetchLimits, clock: d.clock, onClose: ctx.onClose, metrics: d.metrics, region: d.self.region }),
+    Fetch: async (req, ctx) => handleFetch(req, { topics: d.topics, limits: d.fetchLimits, clock: d.clock, onClose: ctx.onClose, metrics: d.metrics, region: d.self.region, sessions: fetchSessions }),
 
     ListOffsets: async (req) => ({
       topics: await Promise.all(

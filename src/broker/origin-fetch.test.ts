@@ -274,3 +274,37 @@ describe('fetch with an origin filter', () => {
     expect([h.originRegion, h.originOffset, h.baseOffset]).toEqual([REGION, 1, 1]);
   });
 });
+
+describe('origin-fetch sessions (two long polls in flight on one connection)', () => {
+  it('the second fetch continues where the first ended, already parked when a record arrives', async () => {
+    const { b, c } = await start();
+    await createTopic(c, 'geo');
+    await produce(c, 'geo', await own('o0'));
+    const other = await RawClient.connect(b.port);
+    clients.push(other);
+    const poll = { maxWaitMs: 10_000, minBytes: 1 };
+    // The first returns o0 at once; the second (-2) starts after it and waits.
+    const first = fetch(c, 'geo', { fetchOffset: 0, maxBytes: 1 << 20, origin: REGION, afterOriginOffset: -1, session: 's1' }, poll);
+    const second = fetch(c, 'geo', { fetchOffset: -2, maxBytes: 1 << 20, origin: REGION, afterOriginOffset: -1, session: 's1' }, poll);
+    expect((await batchesOf((await first).records)).map((g) => g.values)).toEqual([['o0']]);
+    const t0 = performance.now();
+    await produce(other, 'geo', await own('o1'));
+    const r2 = await second;
+    expect((await batchesOf(r2.records)).map((g) => g.values)).toEqual([['o1']]);
+    expect(performance.now() - t0).toBeLessThan(5_000);
+    // A third continues after o1.
+    const third = fetch(c, 'geo', { fetchOffset: -2, maxBytes: 1 << 20, origin: REGION, afterOriginOffset: -1, session: 's1' }, { maxWaitMs: 0 });
+    expect((await third).records.length).toBe(0);
+    expect(Number((await third).scannedTo)).toBe(2);
+  });
+
+  it('refuses to continue a session that is unknown, or is for another partition or origin', async () => {
+    const { c } = await start();
+    await createTopic(c, 'geo');
+    const unknown = await fetch(c, 'geo', { fetchOffset: -2, maxBytes: 1 << 20, origin: REGION, afterOriginOffset: -1, session: 'nobody' });
+    expect(errorOf(unknown.error)?.code).toBe('INVALID_REQUEST');
+    await fetch(c, 'geo', { fetchOffset: 0, maxBytes: 1 << 20, origin: REGION, afterOriginOffset: -1, session: 's2' });
+    const wrong = await fetch(c, 'geo', { fetchOffset: -2, maxBytes: 1 << 20, origin: 'us-east', afterOriginOffset: -1, session: 's2' });
+    expect(errorOf(wrong.error)?.message).toMatch(/is for geo-0 \(origin eu-west\)/);
+  });
+});

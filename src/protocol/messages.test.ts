@@ -11,12 +11,12 @@ const fieldsOf = (type: string) => Object.fromEntries(Object.values(messageType(
 
 describe('Fetch message shapes', () => {
   it('numbers the origin fields after the existing ones', () => {
-    expect(fieldsOf('FetchPartition')).toEqual({ partition: 1, fetchOffset: 2, maxBytes: 3, currentLeaderEpoch: 4, origin: 5, afterOriginOffset: 6 });
+    expect(fieldsOf('FetchPartition')).toEqual({ partition: 1, fetchOffset: 2, maxBytes: 3, currentLeaderEpoch: 4, origin: 5, afterOriginOffset: 6, session: 7 });
     expect(fieldsOf('FetchPartitionResult')).toEqual({
       partition: 1, error: 2, highWatermark: 3, logStartOffset: 4, logEndOffset: 5, records: 6, leaderEpoch: 7, scannedTo: 8, originCursors: 9, originDeletedUpTo: 10,
     });
     // Every key of the TypeScript shapes is a field of the .proto.
-    const partition: Required<FetchPartition> = { partition: 0, fetchOffset: 0, maxBytes: 0, currentLeaderEpoch: 0, origin: '', afterOriginOffset: 0 };
+    const partition: Required<FetchPartition> = { partition: 0, fetchOffset: 0, maxBytes: 0, currentLeaderEpoch: 0, origin: '', afterOriginOffset: 0, session: '' };
     const result: Required<FetchPartitionResult> = {
       partition: 0, error: null, highWatermark: 0, logStartOffset: 0, logEndOffset: 0, records: new Uint8Array(), leaderEpoch: 0, scannedTo: 0, originCursors: {}, originDeletedUpTo: {},
     };

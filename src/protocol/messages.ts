@@ -123,6 +123,8 @@ export interface FetchPartition {
   origin?: string | null;
   /** With `origin`: skip batches whose origin offsets are all at or below this. */
   afterOriginOffset?: number | null;
+  /** With an origin filter: the fetch session (fetch_offset -2 continues it). */
+  session?: string | null;
 }
 export interface FetchTopic {
   name: string;
