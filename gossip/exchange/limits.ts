@@ -30,6 +30,8 @@ export interface ExchangeLimits {
   gapsMax: number;
   /** Bound on one local acks=all append of an applied batch. */
   appendTimeoutMs: number;
+  /** Bytes of consecutive applied batches sent in one append request (a run). */
+  applyRunBytesMax: number;
   /** Long polls of one replicator in flight at once (a fetch session: each continues the one before). */
   fetchPipelineDepth: number;
   /** Appends of one replicator in flight at once (each conditional on the one before it landing). */
@@ -63,6 +65,9 @@ export const EXCHANGE_DEFAULTS: Readonly<ExchangeLimits> = Object.freeze({
   // Two: the second long poll waits parked at the source while the first's answer crosses the
   // link, so a record appended then goes out at once (one way, not a round trip plus).
   fetchPipelineDepth: 2,
+  // 1 MiB: a run of one-record batches (100 B each, ~170 B with headers) is thousands of
+  // batches' worth of request overhead saved, and one request stays well under the frame bound.
+  applyRunBytesMax: 1024 * 1024,
   // One second: a probe is one metadata request, and a healed link should not wait out a long backoff.
   probeIntervalMsMax: 1_000,
 });

@@ -54,6 +54,9 @@ export interface ReplicatorDeps {
   random?: () => number;
 }
 
+/** Batches in one run of applied batches (the broker takes at most PRODUCE_APPLIED_BATCHES_MAX, 1024). */
+const APPLY_RUN_BATCHES_MAX = 512;
+
 /** `scanFrom` that continues the fetch session. */
 const SCAN_CONTINUE = -2;
 
@@ -321,16 +324,22 @@ export class Replicator {
   }
 
   /**
-   * Applies the batches in origin order, up to `applyInflightMax` at once: each append is
-   * conditional on the cursor the one before it leaves, so if one does not land, none after it
-   * can (ORIGIN_CURSOR_MISMATCH) and there is never a hole. Results are taken in order; after
-   * the first failure the rest are waited out and the cursor is read back from the log.
+   * Applies the batches in origin order, in runs of consecutive batches (one append request each,
+   * at most `applyRunBytesMax`), up to `applyInflightMax` runs at once: each run is conditional on
+   * the cursor the one before it leaves, so if one does not land, none after it can
+   * (ORIGIN_CURSOR_MISMATCH) and there is never a hole. Results are taken in order; after the
+   * first failure the rest are waited out and the cursor is read back from the log.
    */
   private async applyAll(batches: Buffer[], signal: AbortSignal): Promise<void> {
-    interface InFlight {
-      h: ReturnType<typeof readBatchHeader>;
+    interface Run {
+      parts: Buffer[];
       bytes: number;
+      records: number;
       last: number;
+      maxTimestamp: number;
+    }
+    interface InFlight {
+      run: Run;
       done: Promise<unknown>;
     }
     const queue: InFlight[] = [];
@@ -342,36 +351,52 @@ export class Replicator {
         failure ??= err;
         return;
       }
-      if (failure !== null) return; // a later batch can only have landed on top of a failed one if it did not fail: the log will say
-      this.cursor = f.last;
-      this.appliedRecords += f.h.recordCount;
-      this.lastApplyLagMs = Math.max(0, this.deps.clock.nowMs() - f.h.maxTimestamp);
+      if (failure !== null) return; // the log will say what landed after a failed run
+      this.cursor = f.run.last;
+      this.appliedRecords += f.run.records;
+      this.lastApplyLagMs = Math.max(0, this.deps.clock.nowMs() - f.run.maxTimestamp);
       this.lastProgressMs = this.deps.clock.monotonicMs();
       this.lastError = null;
       this.stalled = false;
       this.updateBehind();
-      this.deps.onApplied(this, f.h.recordCount, f.bytes);
+      this.deps.onApplied(this, f.run.records, f.run.bytes);
     };
     let expected = this.cursor ?? -1;
+    const send = async (run: Run): Promise<void> => {
+      while (queue.length >= this.deps.limits.applyInflightMax) await settle(queue.shift()!);
+      if (failure !== null || signal.aborted) return;
+      const done = this.deps.cells.apply(this.topic, this.partition, run.parts.length === 1 ? run.parts[0]! : Buffer.concat(run.parts), signal, expected);
+      done.catch(() => undefined);
+      queue.push({ run, done });
+      expected = run.last;
+    };
+    let run: Run | null = null;
+    let runExpectedEnd = expected;
     for (const b of batches) {
       if (signal.aborted || failure !== null) break;
       const h = readBatchHeader(b);
       if (h.originRegion !== this.origin) continue; // the source filters; a stray batch is not ours to apply
       const last = h.originOffset + h.lastOffsetDelta;
-      if (last <= expected) continue;
-      if (h.originOffset <= expected) {
-        failure = new EdgeqError('ORIGIN_OVERLAP', `${this.origin}'s batch ${h.originOffset}..${last} of ${this.topic}-${this.partition} overlaps the cursor ${expected}`, {
-          details: { origin: this.origin, cursor: expected, base: h.originOffset, last },
+      if (last <= runExpectedEnd) continue;
+      if (h.originOffset <= runExpectedEnd) {
+        failure = new EdgeqError('ORIGIN_OVERLAP', `${this.origin}'s batch ${h.originOffset}..${last} of ${this.topic}-${this.partition} overlaps the cursor ${runExpectedEnd}`, {
+          details: { origin: this.origin, cursor: runExpectedEnd, base: h.originOffset, last },
         });
         break;
       }
-      while (queue.length >= this.deps.limits.applyInflightMax) await settle(queue.shift()!);
-      if (failure !== null) break;
-      const done = this.deps.cells.apply(this.topic, this.partition, b, signal, expected);
-      done.catch(() => undefined);
-      queue.push({ h, bytes: b.length, last, done });
-      expected = last;
+      if (run && (run.bytes + b.length > this.deps.limits.applyRunBytesMax || run.parts.length >= APPLY_RUN_BATCHES_MAX)) {
+        await send(run);
+        run = null;
+      }
+      run ??= { parts: [], bytes: 0, records: 0, last, maxTimestamp: 0 };
+      run.parts.push(b);
+      run.bytes += b.length;
+      run.records += h.recordCount;
+      run.last = last;
+      run.maxTimestamp = Math.max(run.maxTimestamp, h.maxTimestamp);
+      runExpectedEnd = last;
     }
+    if (run && failure === null && !signal.aborted) await send(run);
     while (queue.length > 0) await settle(queue.shift()!);
     if (failure !== null) {
       // Whatever happened at the local leader (a new one, a truncated tail, a refused append), the log knows.

@@ -216,7 +216,22 @@ class FakeCells implements CellAccess {
     return { records: Buffer.concat(out), scannedTo, logStartOffset: log.logStart, originCursors, originDeletedUpTo: { ...log.deleted } };
   }
 
-  async apply(topic: string, partition: number, batch: Buffer, _signal: AbortSignal, expectedCursor: number): Promise<ApplyResult> {
+  async apply(topic: string, partition: number, records: Buffer, _signal: AbortSignal, expectedCursor: number): Promise<ApplyResult> {
+    // A run of batches: each conditional on the one before, as the broker appends them.
+    let expected = expectedCursor;
+    let first: ApplyResult | null = null;
+    let allDuplicate = true;
+    for (const batch of splitBatches(records)) {
+      const r = await this.applyOne(topic, partition, batch, expected);
+      const h = readBatchHeader(batch);
+      expected = Math.max(expected, h.originOffset + h.lastOffsetDelta);
+      first ??= r;
+      allDuplicate &&= r.duplicate;
+    }
+    return { duplicate: allDuplicate, baseOffset: first?.baseOffset ?? -1 };
+  }
+
+  private async applyOne(topic: string, partition: number, batch: Buffer, expectedCursor: number): Promise<ApplyResult> {
     const h = readBatchHeader(batch);
     if (h.originRegion === this.self) throw new EdgeqError('ORIGIN_IS_SELF', 'loop');
     if (h.originRegion === null) throw new EdgeqError('INVALID_REQUEST', 'no origin');

@@ -308,3 +308,38 @@ describe('origin-fetch sessions (two long polls in flight on one connection)', (
     expect(errorOf(wrong.error)?.message).toMatch(/is for geo-0 \(origin eu-west\)/);
   });
 });
+
+describe('a run of applied batches in one produce', () => {
+  async function produceRun(c: RawClient, topic: string, records: Buffer, originCursorExpected?: number) {
+    const r = await c.call('Produce', { acks: Acks.ALL as 3, timeoutMs: 5000, topics: [{ name: topic, partitions: [{ partition: 0, records, ...(originCursorExpected !== undefined ? { originCursorExpected } : {}) }] }] });
+    return r.topics[0]!.partitions[0]!;
+  }
+
+  it('appends the run in order, each conditional on the one before; a refused one stops the rest', async () => {
+    const { c } = await start();
+    await createTopic(c, 'geo');
+    const run = Buffer.concat([await applied('us-east', 0, 'a', 'b'), await applied('us-east', 5, 'c'), await applied('us-east', 6, 'd')]);
+    const ok = await produceRun(c, 'geo', run, -1);
+    expect(ok.error ?? null).toBeNull();
+    expect([Number(ok.baseOffset)]).toEqual([0]);
+    // Sent again: every batch held, a duplicate.
+    expect((await produceRun(c, 'geo', run, -1)).duplicate).toBe(true);
+    // A run whose first batch expects a cursor the partition is not at: nothing of it is written.
+    const gap = Buffer.concat([await applied('us-east', 9, 'x'), await applied('us-east', 10, 'y')]);
+    const refused = await produceRun(c, 'geo', gap, 7);
+    expect(errorOf(refused.error)?.code).toBe('ORIGIN_CURSOR_MISMATCH');
+    expect(Number((await fetch(c, 'geo', { fetchOffset: 0, maxBytes: 1 << 20 })).logEndOffset)).toBe(4);
+  });
+
+  it('takes several batches only as a run of one origin with an expected cursor', async () => {
+    const { c } = await start();
+    await createTopic(c, 'geo');
+    const two = Buffer.concat([await applied('us-east', 0, 'a'), await applied('us-east', 1, 'b')]);
+    expect(errorOf((await produceRun(c, 'geo', two)).error)?.message).toMatch(/send one batch per partition per request/);
+    const mixed = Buffer.concat([await applied('us-east', 0, 'a'), await applied('ap-south', 0, 'b')]);
+    expect(errorOf((await produceRun(c, 'geo', mixed, -1)).error)?.code).toBe('INVALID_REQUEST');
+    const ownPlusApplied = Buffer.concat([await own('mine'), await applied('us-east', 0, 'a')]);
+    expect(errorOf((await produceRun(c, 'geo', ownPlusApplied, -1)).error)?.code).toBe('INVALID_REQUEST');
+    expect(Number((await fetch(c, 'geo', { fetchOffset: 0, maxBytes: 1 << 20 })).logEndOffset)).toBe(0);
+  });
+});

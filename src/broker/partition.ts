@@ -58,6 +58,9 @@ export interface PartitionHooks {
   changeIsr(p: Partition, isr: number[]): Promise<boolean>;
 }
 
+/** Applied batches one produce may carry for one partition (a replicator's run; see produceApplied). */
+export const PRODUCE_APPLIED_BATCHES_MAX = 1024;
+
 const SOLO_HOOKS: PartitionHooks = { canLead: () => true, changeIsr: async () => true };
 
 interface AckWaiter {
@@ -365,10 +368,61 @@ export class Partition {
         details: { topic: this.topic, partition: this.index },
       });
     }
-    if (batches.length > 1) {
+    if (batches.length > 1) return this.produceApplied(batches, options);
+    const batch = batches[0]!;
+    this.checkBatch(batch, options);
+    const all = options.acks !== 'leader';
+    if (all) this.checkMinIsr('before the append');
+    await this.readyToLead(options);
+    const result = await this.log.append(batch, { leaderEpoch: this.leaderEpoch, ...(options.originCursorExpected !== undefined ? { originCursorExpected: options.originCursorExpected } : {}) });
+    if (!all) return result;
+    await this.waitForHw(result.lastOffset + 1, options.timeoutMs ?? 30_000);
+    return result;
+  }
+
+  /**
+   * Several batches for one partition: only a replicator's run of applied batches of one origin,
+   * with the cursor the first expects. Each is appended conditional on the one before (the same
+   * write group, so one fsync), so the run lands as a prefix: if one is refused, none after it is
+   * written. The answer spans the batches written; it is the first refusal when there is one.
+   */
+  private async produceApplied(batches: Buffer[], options: PartitionProduceOptions): Promise<AppendResult> {
+    if (options.originCursorExpected === undefined) {
       throw new EdgeqError('INVALID_REQUEST', `${this.topic}-${this.index}: send one batch per partition per request, got ${batches.length}`);
     }
-    const batch = batches[0]!;
+    if (batches.length > PRODUCE_APPLIED_BATCHES_MAX) {
+      throw new EdgeqError('INVALID_REQUEST', `${this.topic}-${this.index}: a run of applied batches holds at most ${PRODUCE_APPLIED_BATCHES_MAX}, got ${batches.length}`);
+    }
+    const headers = batches.map((b) => this.checkBatch(b, options));
+    const origin = headers[0]!.originRegion;
+    if (origin === null || headers.some((h) => h.originRegion !== origin)) {
+      throw new EdgeqError('INVALID_REQUEST', `${this.topic}-${this.index}: send one batch per partition per request (several only as a run of applied batches of one origin with origin_cursor_expected), got ${batches.length}`);
+    }
+    const all = options.acks !== 'leader';
+    if (all) this.checkMinIsr('before the append');
+    await this.readyToLead(options);
+    let expected: number = options.originCursorExpected;
+    const appends = batches.map((b, i) => {
+      const h = headers[i]!;
+      const p = this.log.append(b, { leaderEpoch: this.leaderEpoch, originCursorExpected: expected });
+      expected = Math.max(expected, h.originOffset + h.lastOffsetDelta);
+      return p;
+    });
+    const settled = await Promise.allSettled(appends);
+    const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    const written = settled.filter((r): r is PromiseFulfilledResult<AppendResult> => r.status === 'fulfilled').map((r) => r.value);
+    if (all && written.length > 0) await this.waitForHw(Math.max(...written.map((w) => w.lastOffset)) + 1, options.timeoutMs ?? 30_000);
+    if (failed) throw failed.reason;
+    return {
+      baseOffset: Math.min(...written.map((w) => w.baseOffset)),
+      lastOffset: Math.max(...written.map((w) => w.lastOffset)),
+      appendTimeMs: written[0]!.appendTimeMs,
+      ...(written.every((w) => w.duplicate) ? { duplicate: true } : {}),
+    };
+  }
+
+  /** The topic's policy for one batch: its header, codec and origin. */
+  private checkBatch(batch: Buffer, options: PartitionProduceOptions): ReturnType<typeof validateBatchHeader> {
     const header = validateBatchHeader(batch, this.settings.log);
     const codec = compressionName(header.codec);
     if (codec === undefined || !this.settings.compressionAllowed.includes(codec)) {
@@ -377,17 +431,16 @@ export class Partition {
       });
     }
     if (header.originRegion !== null) this.checkOrigin(header.originRegion, options.region);
-    const all = options.acks !== 'leader';
-    if (all) this.checkMinIsr('before the append');
+    return header;
+  }
+
+  /** Waits out a leader term still starting, and checks it is still ours. */
+  private async readyToLead(options: PartitionProduceOptions): Promise<void> {
     if (this.leaderReady) {
       await this.leaderReady;
       this.checkEpoch(options.leaderEpoch);
       this.checkLeader();
     }
-    const result = await this.log.append(batch, { leaderEpoch: this.leaderEpoch, ...(options.originCursorExpected !== undefined ? { originCursorExpected: options.originCursorExpected } : {}) });
-    if (!all) return result;
-    await this.waitForHw(result.lastOffset + 1, options.timeoutMs ?? 30_000);
-    return result;
   }
 
   /**
