@@ -249,7 +249,7 @@ export class Exchange {
       clock: this.clock,
       logger: this.logger,
       limits: this.limits,
-      pickSource: (o, t, p, cursor) => this.pickSource(o, t, p, cursor),
+      pickSource: (o, t, p, cursor, exclude) => this.pickSource(o, t, p, cursor, exclude),
       sourceFailed: (s, err) => this.sourceFailed(s, err),
       link: (s) => this.link(s).budget,
       onGap: (g) => this.recordGap(g),
@@ -280,11 +280,11 @@ export class Exchange {
    * The origin while its link is healthy; else the region that holds most of the origin's records
    * beyond `cursor` over a healthy link (relay); else null (the replicator backs off and asks again).
    */
-  private pickSource(origin: string, topic: string, partition: number, cursor: number): string | null {
+  private pickSource(origin: string, topic: string, partition: number, cursor: number, exclude: ReadonlySet<string> = new Set()): string | null {
     if (this.link(origin).healthy) return origin;
     let best: { region: string; offset: number } | null = null;
     for (const [region, c] of this.board.all(topic, partition)) {
-      if (region === this.region || region === origin || !this.link(region).healthy) continue;
+      if (region === this.region || region === origin || exclude.has(region) || !this.link(region).healthy) continue;
       const offset = c.applied[origin] ?? -1;
       // A relay must still hold everything past `cursor`: not if its retention took some of it.
       if ((c.deleted?.[origin] ?? -1) > cursor) continue;
@@ -315,6 +315,8 @@ export class Exchange {
       l.healthy = true;
       l.probing = false;
       this.logger.info({ source }, 'link to region answers again');
+      // Replicators backing off (no source while it was down) go at once, not at their next try.
+      for (const r of this.replicators.values()) r.wake();
       return;
     }
     void this.probe(source, l, attempt + 1);

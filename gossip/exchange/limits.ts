@@ -68,8 +68,9 @@ export const EXCHANGE_DEFAULTS: Readonly<ExchangeLimits> = Object.freeze({
   // 1 MiB: a run of one-record batches (100 B each, ~170 B with headers) is thousands of
   // batches' worth of request overhead saved, and one request stays well under the frame bound.
   applyRunBytesMax: 1024 * 1024,
-  // One second: a probe is one metadata request, and a healed link should not wait out a long backoff.
-  probeIntervalMsMax: 1_000,
+  // Half a second: a probe is one metadata request, and a healed link should not wait out a long
+  // backoff (catch-up after a partition is measured from the heal).
+  probeIntervalMsMax: 500,
 });
 
 /** The limits with `overrides` applied, checked. */

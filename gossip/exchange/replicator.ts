@@ -43,7 +43,7 @@ export interface ReplicatorDeps {
   logger: Logger;
   limits: ExchangeLimits;
   /** The region to fetch from now: the origin when reachable, else a region ahead of `cursor`; null: none. */
-  pickSource(origin: string, topic: string, partition: number, cursor: number): string | null;
+  pickSource(origin: string, topic: string, partition: number, cursor: number, exclude: ReadonlySet<string>): string | null;
   /** A fetch from `source` failed as a link fails (no answer, connection lost): the exchange stops using it until it answers again. */
   sourceFailed(source: string, err: unknown): void;
   /** The budget of the link to `source`. */
@@ -97,6 +97,10 @@ export class Replicator {
   private appliedRecords = 0;
   private stalled = false;
   private attempt = 0;
+  /** Relays found to have lost some of the origin's records past the cursor, with how far (skipped until the cursor passes it). */
+  private readonly incompleteRelays = new Map<string, number>();
+  /** Ends the backoff sleep under way, if any. */
+  private wakeUp: (() => void) | null = null;
   /** Fetch sessions started (their ids are unique per replicator). */
   private sessions = 0;
   private aborter = new AbortController();
@@ -139,6 +143,12 @@ export class Replicator {
     this.cursor = undefined;
     this.lastProgressMs = this.deps.clock.monotonicMs();
     this.start();
+  }
+
+  /** Ends a backoff sleep now (a link it waited for answers again). */
+  wake(): void {
+    this.attempt = 0;
+    this.wakeUp?.();
   }
 
   /** A head learned elsewhere (the origin's published readable end). */
@@ -193,7 +203,11 @@ export class Replicator {
         this.lastError = `${e.code}: ${e.message}`;
         const delay = backoffDelayMs(this.attempt++, { retryBackoffMs: this.deps.limits.backoffMsMin, retryBackoffMsMax: this.deps.limits.backoffMsMax, ...(this.deps.random ? { random: this.deps.random } : {}) });
         this.deps.logger.debug({ replicator: this.key, code: e.code, err: e.message, delayMs: delay }, 'replicator backing off');
-        await sleepFor(this.deps.clock, delay, signal);
+        await new Promise<void>((resolve) => {
+          this.wakeUp = resolve;
+          void sleepFor(this.deps.clock, delay, signal).then(resolve);
+        });
+        this.wakeUp = null;
       }
     }
   }
@@ -260,6 +274,18 @@ export class Replicator {
         }
         throw err;
       }
+      // A relay says in every answer how far its retention took the origin's records. The mesh
+      // carries the same bound, but later: a relay that lost records past the cursor is dropped
+      // here, before anything it sent is applied (it would skip them silently).
+      const relayDeleted = got.source === this.origin ? -1 : (got.res.originDeletedUpTo[this.origin] ?? -1);
+      if (relayDeleted > (this.cursor ?? -1)) {
+        this.incompleteRelays.set(got.source, relayDeleted);
+        pending.length = 0;
+        sess = null;
+        throw new EdgeqError('OFFSET_OUT_OF_RANGE', `relay ${got.source} no longer holds ${this.origin}'s records up to ${relayDeleted} (retention); this region needs them from ${(this.cursor ?? -1) + 1}`, {
+          details: { relay: got.source, origin: this.origin, deletedUpTo: relayDeleted },
+        });
+      }
       this.attempt = 0;
       this.source = got.source;
       const batches = splitBatches(got.res.records);
@@ -277,7 +303,9 @@ export class Replicator {
   }
 
   private pick(): string {
-    const source = this.deps.pickSource(this.origin, this.topic, this.partition, this.cursor ?? -1);
+    const cursor = this.cursor ?? -1;
+    for (const [relay, deleted] of this.incompleteRelays) if (deleted <= cursor) this.incompleteRelays.delete(relay);
+    const source = this.deps.pickSource(this.origin, this.topic, this.partition, cursor, new Set(this.incompleteRelays.keys()));
     if (source === null) {
       throw new EdgeqError('BROKER_NOT_AVAILABLE', `no region to fetch ${this.origin}'s records of ${this.topic}-${this.partition} from`, { details: { origin: this.origin } });
     }
