@@ -7,4 +7,5 @@ export { TokenBucket, type BucketSpec, type TakeResult } from './token-bucket.ts
 export { parseQuota, resolveQuota, quotaKey, QUOTA_VALUE_MAX, TENANT_NAME, QUOTA_TOPIC_NAME, type Quota, type QuotaLimits } from './quota.ts';
 export { maxMinFairShares, jainIndex, type Claim } from './fair-share.ts';
 export { GradientController, SeedsRuleController, GRADIENT_DEFAULTS, type CapacityController, type ControllerDecision, type GradientOptions } from './controller.ts';
+export { AdaptiveThrottle, ADAPTIVE_K, WINDOW_BUCKETS } from './adaptive-throttle.ts';
 export { pressures, SIGNAL_TARGETS_DEFAULT, type LoadSignals, type SignalName, type SignalTargets } from './signals.ts';
