@@ -8,4 +8,5 @@ export { parseQuota, resolveQuota, quotaKey, QUOTA_VALUE_MAX, TENANT_NAME, QUOTA
 export { maxMinFairShares, jainIndex, type Claim } from './fair-share.ts';
 export { GradientController, SeedsRuleController, GRADIENT_DEFAULTS, type CapacityController, type ControllerDecision, type GradientOptions } from './controller.ts';
 export { AdaptiveThrottle, ADAPTIVE_K, WINDOW_BUCKETS } from './adaptive-throttle.ts';
+export { rateLimitHeaders, retryAfterSec, RATELIMIT_HEADERS_DRAFT, type PolicyState } from './headers.ts';
 export { pressures, SIGNAL_TARGETS_DEFAULT, type LoadSignals, type SignalName, type SignalTargets } from './signals.ts';
