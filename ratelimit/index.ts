@@ -4,7 +4,8 @@
  * Not yet wired into the gateway or the broker.
  */
 export { TokenBucket, type BucketSpec, type TakeResult } from './token-bucket.ts';
-export { parseQuota, resolveQuota, quotaKey, QUOTA_VALUE_MAX, TENANT_NAME, QUOTA_TOPIC_NAME, type Quota, type QuotaLimits } from './quota.ts';
+export { QuotaBook, QUOTA_BUCKETS_MAX, QUOTAS_MAX, type Admission } from './quota-book.ts';
+export { parseQuota, resolveQuota, quotaKey, QUOTA_VALUE_MAX, DEFAULT_BURST_SEC, TENANT_NAME, QUOTA_TOPIC_NAME, type Quota, type QuotaLimits } from './quota.ts';
 export { maxMinFairShares, jainIndex, type Claim } from './fair-share.ts';
 export { GradientController, SeedsRuleController, GRADIENT_DEFAULTS, type CapacityController, type ControllerDecision, type GradientOptions } from './controller.ts';
 export { AdaptiveThrottle, ADAPTIVE_K, WINDOW_BUCKETS } from './adaptive-throttle.ts';

@@ -4,8 +4,9 @@ import { parseQuota, quotaKey, resolveQuota, type Quota } from './quota.ts';
 const ok = { recordsPerSec: 1000, bytesPerSec: 1_000_000 };
 
 describe('parseQuota', () => {
-  it('takes a quota, bursts defaulting to one second', () => {
-    expect(parseQuota('acme', 'orders', ok)).toEqual({ tenant: 'acme', topic: 'orders', recordsPerSec: 1000, bytesPerSec: 1_000_000, burstRecords: 1000, burstBytes: 1_000_000, scope: 'local' });
+  it('takes a quota, bursts defaulting to a tenth of a second', () => {
+    expect(parseQuota('acme', 'orders', ok)).toEqual({ tenant: 'acme', topic: 'orders', recordsPerSec: 1000, bytesPerSec: 1_000_000, burstRecords: 100, burstBytes: 100_000, scope: 'local' });
+    expect(parseQuota('acme', 'orders', { recordsPerSec: 3, bytesPerSec: 1 })).toMatchObject({ burstRecords: 1, burstBytes: 1 });
     expect(parseQuota('*', '*', { ...ok, burstRecords: 5, scope: 'global' }).scope).toBe('global');
   });
 

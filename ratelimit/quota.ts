@@ -13,12 +13,19 @@ export const TENANT_NAME = /^(\*|[A-Za-z0-9._-]{1,64})$/;
 /** A topic name as the broker allows them (topic-name.ts), or `*`. */
 export const QUOTA_TOPIC_NAME = /^(\*|[A-Za-z0-9._-]{1,249})$/;
 
+/**
+ * Default burst, in seconds of the rate: a tenth of a second. A full bucket lets a burst through
+ * on top of the rate, so the first 10 s window admits 10·R + burst: at 0.1 s that is +1%, inside
+ * the ±5% the quota must hold in every window (a one-second burst would be +10%).
+ */
+export const DEFAULT_BURST_SEC = 0.1;
+
 export interface QuotaLimits {
   recordsPerSec: number;
   bytesPerSec: number;
-  /** Records the bucket holds (default: one second's worth). */
+  /** Records the bucket holds (default: a tenth of a second's worth, see DEFAULT_BURST_SEC). */
   burstRecords: number;
-  /** Bytes the bucket holds (default: one second's worth). */
+  /** Bytes the bucket holds (default: a tenth of a second's worth). */
   burstBytes: number;
 }
 
@@ -64,8 +71,8 @@ export function parseQuota(tenant: string, topic: string, body: unknown): Quota 
     topic,
     recordsPerSec,
     bytesPerSec,
-    burstRecords: positiveInt(b, 'burstRecords', recordsPerSec),
-    burstBytes: positiveInt(b, 'burstBytes', bytesPerSec),
+    burstRecords: positiveInt(b, 'burstRecords', Math.max(1, Math.ceil(recordsPerSec * DEFAULT_BURST_SEC))),
+    burstBytes: positiveInt(b, 'burstBytes', Math.max(1, Math.ceil(bytesPerSec * DEFAULT_BURST_SEC))),
     scope,
   };
 }
