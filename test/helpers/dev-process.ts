@@ -68,6 +68,9 @@ export function startDev(dataDir: string, brokerPort: number, arbiterPort: numbe
   });
 }
 
+/** Bound on `edgeq dev` printing its ready line. */
+const DEV_READY_MS = 150_000;
+
 /** Ports a multi-region deployment needs from its base: see `startDevRegions`. */
 export const DEV_REGIONS_PORT_SPAN = 100;
 
@@ -102,8 +105,9 @@ function spawnDev(args: string[], env: Record<string, string>) {
   running.add(entry);
   void exited.then(() => running.delete(entry));
   const ready = new Promise<Ready>((resolve, reject) => {
-    // A 3-region deployment is ~10 processes compiled by tsx at start on 2 cores.
-    const timer = setTimeout(() => reject(new Error('edgeq dev did not get ready in 90 s')), 90_000);
+    // A 3-region deployment is ~10 processes compiled by tsx at start on 2 cores, and CI runs
+    // other test files beside it: 150 s is room for both (seen: > 90 s for 12 processes in CI).
+    const timer = setTimeout(() => reject(new Error(`edgeq dev did not get ready in ${DEV_READY_MS / 1000} s`)), DEV_READY_MS);
     createInterface({ input: child.stdout! }).on('line', (line) => {
       try {
         const ev = JSON.parse(line) as { event?: string } & Ready;
