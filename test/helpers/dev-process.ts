@@ -44,17 +44,30 @@ const STOP_TIMEOUT_MS = 20_000;
 
 /**
  * Stops every deployment still running (SIGTERM: the supervisor stops its children; SIGKILL after
- * STOP_TIMEOUT_MS), so a failed test leaves no process tree behind. For afterAll.
+ * STOP_TIMEOUT_MS), so a failed test leaves no process tree behind. For afterAll. Each deployment
+ * runs in its own process group, and the group is killed at the end: a supervisor killed before
+ * it stopped its children (one that never got ready, say) leaves none of them running.
  */
 export async function stopAllDevs(): Promise<void> {
   await Promise.all(
     [...running].map(async (dev) => {
       dev.child.kill('SIGTERM');
-      const timer = setTimeout(() => dev.child.kill('SIGKILL'), STOP_TIMEOUT_MS);
+      const timer = setTimeout(() => killGroup(dev.child, 'SIGKILL'), STOP_TIMEOUT_MS);
       await dev.exited;
       clearTimeout(timer);
+      killGroup(dev.child, 'SIGKILL');
     }),
   );
+}
+
+/** Signals the deployment's whole process group (nothing left in it is fine). */
+function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, signal);
+  } catch {
+    // ESRCH: the group is empty already.
+  }
 }
 
 /**
@@ -99,6 +112,8 @@ function spawnDev(args: string[], env: Record<string, string>) {
   const child = spawn(process.execPath, [BIN, 'dev', ...args], {
     env: { ...process.env, EDGEQ_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
+    // Its own process group, which stopAllDevs kills whole at the end.
+    detached: true,
   });
   const exited = new Promise<number | string>((r) => child.on('exit', (code, sig) => r(code ?? sig ?? -1)));
   const entry = { child, exited };
