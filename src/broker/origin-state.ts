@@ -13,7 +13,7 @@
  * at open and after a truncation or reset, so there is no snapshot to disagree with it.
  */
 import { EdgeqError, systemClock, type Clock } from '../core/index.ts';
-import { readBatchHeader, splitBatches, type AppendGuard, type AppendResult, type BatchHeader, type PartitionLog } from '../log/index.ts';
+import { scanBatchHeaders, type AppendGuard, type AppendResult, type BatchHeader, type PartitionLog } from '../log/index.ts';
 
 /**
  * Index entries kept per origin. Full, every other entry is dropped, so the index always spans
@@ -26,8 +26,6 @@ export const ORIGIN_INDEX_ENTRIES_MAX = 4096;
  * from one more origin than this rather than growing without bound.
  */
 export const ORIGIN_REGIONS_MAX = 256;
-/** Bytes read per step when rebuilding from the log (as producer-state.ts). */
-const REBUILD_READ_BYTES = 4 * 1024 * 1024;
 
 /** One applied batch of an origin: its origin offsets and where it sits in the local log. */
 interface IndexEntry {
@@ -260,22 +258,12 @@ export class OriginState implements AppendGuard {
     this.ownDeleted = log.logStartOffset - 1;
     this.logStart = () => log.logStartOffset;
     if (options.scan === false) return 0;
-    let from = log.logStartOffset;
-    let scanned = 0;
-    while (from < log.logEndOffset) {
-      const r = await log.read(from, REBUILD_READ_BYTES);
-      if (r.bytes.length === 0) break;
-      for (const b of splitBatches(r.bytes)) {
-        const h = readBatchHeader(b);
-        if (h.baseOffset + h.lastOffsetDelta < from) continue;
-        scanned++;
-        // The write time is not stored; the batch's newest timestamp stands in for it (as in
-        // producer-state.ts), used only by duplicate answers.
-        this.record(h, { baseOffset: h.baseOffset }, h.maxTimestamp);
-        this.commit();
-      }
-      from = r.nextOffset;
-    }
+    const scanned = await scanBatchHeaders(log, log.logStartOffset, (h) => {
+      // The write time is not stored; the batch's newest timestamp stands in for it (as in
+      // producer-state.ts), used only by duplicate answers.
+      this.record(h, { baseOffset: h.baseOffset }, h.maxTimestamp);
+      this.commit();
+    });
     // A log that no longer starts at 0 may have lost records of any origin to retention: below
     // each origin's first held batch nothing can be vouched for (a conservative bound).
     if (log.logStartOffset > 0) for (const t of this.committed.values()) t.deletedUpTo = Math.max(t.deletedUpTo, (t.index[0]?.originBase ?? t.cursor + 1) - 1);

@@ -11,8 +11,7 @@
 import { join } from 'node:path';
 import { EdgeqError, systemClock, type Clock } from '../core/index.ts';
 import {
-  readBatchHeader,
-  splitBatches,
+  scanBatchHeaders,
   type AppendGuard,
   type AppendResult,
   type BatchHeader,
@@ -27,8 +26,6 @@ import {
 export const PRODUCER_RECENT_BATCHES_MAX = 5;
 export const PRODUCER_STATE_FILE = 'producer-state.json';
 const SNAPSHOT_VERSION = 1;
-/** Bytes read per step when rebuilding from the log. */
-const REBUILD_READ_BYTES = 4 * 1024 * 1024;
 
 interface BatchMeta {
   firstSeq: number;
@@ -209,19 +206,7 @@ export class ProducerState implements AppendGuard {
       for (const p of snap.producers) this.committed.set(p.producerId, p);
       from = snap.offset;
     }
-    let scanned = 0;
-    while (from < log.logEndOffset) {
-      const r = await log.read(from, REBUILD_READ_BYTES);
-      if (r.bytes.length === 0) break;
-      for (const b of splitBatches(r.bytes)) {
-        const h = readBatchHeader(b);
-        if (h.baseOffset + h.lastOffsetDelta < from) continue;
-        this.observe(h, h.baseOffset, h.maxTimestamp);
-        scanned++;
-      }
-      from = r.nextOffset;
-    }
-    return scanned;
+    return scanBatchHeaders(log, from, (h) => this.observe(h, h.baseOffset, h.maxTimestamp));
   }
 }
 

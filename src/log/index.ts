@@ -4,6 +4,7 @@
  */
 export * from './batch-format.ts';
 export * from './batch.ts';
+export { scanBatchHeaders, HEADER_SCAN_READ_BYTES } from './header-scan.ts';
 export { mergeable, mergeBatches, batchAttributes } from './batch-merge.ts';
 export * from './record.ts';
 export * from './compression.ts';
