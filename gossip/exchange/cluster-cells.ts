@@ -167,12 +167,22 @@ export class ClusterCells implements CellAccess {
     await cluster.ensureFresh([topic]);
     cluster.track([topic]);
     const leader = cluster.leaderOf(topic, partition);
-    const conn = own ? await this.dedicatedTo(cluster, own, leader.leaderId) : await cluster.connectionTo(leader.leaderId, { timeoutMs: this.o.requestTimeoutMs });
+    let conn: Connection;
+    try {
+      conn = own ? await this.dedicatedTo(cluster, own, leader.leaderId) : await cluster.connectionTo(leader.leaderId, { timeoutMs: this.o.requestTimeoutMs });
+    } catch (err) {
+      // The leader the metadata names cannot be reached (killed, say): ask for fresh metadata.
+      if (isStaleMetadataError(err)) cluster.markStale(err);
+      throw err;
+    }
     try {
       const r = await orAborted(fn(conn), signal);
       if (r === null) throw new EdgeqError('CONNECTION_CLOSED', 'the exchange stopped this request', { retriable: false });
       return r;
     } catch (err) {
+      // A leader that died answers nothing (connection refused, closed, timed out): the cached
+      // metadata still names it, so it is marked stale, or every retry would go to it again.
+      if (isStaleMetadataError(err)) cluster.markStale(err);
       if (own && (conn.closed || isStaleMetadataError(err) || signal.aborted)) this.dropDedicated(own);
       throw err;
     }
