@@ -10,5 +10,6 @@ export { maxMinFairShares, jainIndex, type Claim } from './fair-share.ts';
 export { GradientController, SeedsRuleController, GRADIENT_DEFAULTS, type CapacityController, type ControllerDecision, type GradientOptions } from './controller.ts';
 export { AdaptiveThrottle, ADAPTIVE_K, WINDOW_BUCKETS } from './adaptive-throttle.ts';
 export { rateLimitHeaders, retryAfterSec, RATELIMIT_HEADERS_DRAFT, type PolicyState } from './headers.ts';
+export { MemoryQuotaAdmin, type QuotaAdmin } from './quota-admin.ts';
 export { GlobalShare, GLOBAL_SHARE_DEFAULTS, type GlobalShareOptions } from './global-share.ts';
 export { pressures, SIGNAL_TARGETS_DEFAULT, type LoadSignals, type SignalName, type SignalTargets } from './signals.ts';

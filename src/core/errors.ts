@@ -80,6 +80,10 @@ export const ERROR_SPECS = {
   ORIGIN_CURSOR_MISMATCH: { wire: 54, retriable: false, http: 409 },
   /** A group failover into a group that has live members here: moving its position under them would skip or repeat records. */
   GROUP_NOT_EMPTY: { wire: 55, retriable: false, http: 409 },
+  /** A tenant's quota (records/s or bytes/s of a tenant or tenant and topic) has no room for the request now; details carry throttleMs. */
+  QUOTA_EXCEEDED: { wire: 56, retriable: true, http: 429 },
+  /** The load controller has cut the admission capacity below demand (the cell is loaded); details carry throttleMs. */
+  TEMPORARY_REDUCED_CAPACITY: { wire: 57, retriable: true, http: 503 },
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof ERROR_SPECS;

@@ -1,13 +1,14 @@
 // Proves errors become RFC 9457 problem+json with the status from the core error table, that throttling carries Retry-After and 401s a WWW-Authenticate challenge, that unexpected errors do not leak their message, and that the limits are checked at start-up.
 import { describe, expect, it } from 'vitest';
 import { EdgeqError, ERROR_SPECS } from '../core/index.ts';
-import { GATEWAY_LIMITS, problemResponse, resolveLimits, toProblem } from './index.ts';
+import { GATEWAY_LIMITS, problemResponse, problemType, resolveLimits, toProblem } from './index.ts';
 
 describe('problem+json', () => {
   it('takes the status from ERROR_SPECS for every code', () => {
     for (const code of Object.keys(ERROR_SPECS) as (keyof typeof ERROR_SPECS)[]) {
       const p = toProblem(new EdgeqError(code, 'why'));
-      expect(p).toMatchObject({ code, status: ERROR_SPECS[code].http, detail: 'why', type: `urn:edgeq:error:${code}`, retriable: ERROR_SPECS[code].retriable });
+      expect(p).toMatchObject({ code, status: ERROR_SPECS[code].http, detail: 'why', type: problemType(code), retriable: ERROR_SPECS[code].retriable });
+      if (code !== 'QUOTA_EXCEEDED' && code !== 'TEMPORARY_REDUCED_CAPACITY') expect(p.type).toBe(`urn:edgeq:error:${code}`);
       expect(p.title.length).toBeGreaterThan(0);
     }
   });
@@ -20,6 +21,21 @@ describe('problem+json', () => {
     const hinted = problemResponse(new EdgeqError('THROTTLED', 'slow down', { details: { retryAfterMs: 2500 } }));
     expect(hinted.headers.get('retry-after')).toBe('3');
     expect(problemResponse(new EdgeqError('NOT_FOUND', 'x')).headers.get('retry-after')).toBeNull();
+  });
+
+  it('answers over a limit with the problem types and headers of draft-ietf-httpapi-ratelimit-headers-11', async () => {
+    const quota = problemResponse(
+      new EdgeqError('QUOTA_EXCEEDED', 'over', { details: { violatedPolicies: ['records'], headers: { 'Retry-After': '2', 'RateLimit-Policy': '"records";q=10;w=1', RateLimit: '"records";r=0;t=1' } } }),
+    );
+    expect(quota.status).toBe(429);
+    expect(quota.headers.get('retry-after')).toBe('2');
+    expect(quota.headers.get('ratelimit-policy')).toBe('"records";q=10;w=1');
+    expect(quota.headers.get('ratelimit')).toBe('"records";r=0;t=1');
+    expect(await quota.json()).toMatchObject({ type: 'https://iana.org/assignments/http-problem-types#quota-exceeded', 'violated-policies': ['records'] });
+    const cut = problemResponse(new EdgeqError('TEMPORARY_REDUCED_CAPACITY', 'loaded', { details: { retryAfterMs: 1000 } }));
+    expect(cut.status).toBe(503);
+    expect(cut.headers.get('retry-after')).toBe('1');
+    expect(((await cut.json()) as { type: string }).type).toBe('https://iana.org/assignments/http-problem-types#temporary-reduced-capacity');
   });
 
   it('answers 401 with a WWW-Authenticate challenge (RFC 9110), invalid_token when a key was given', () => {

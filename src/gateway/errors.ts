@@ -22,11 +22,22 @@ export interface Problem {
   retriable: boolean;
   /** OFFSET_OUT_OF_RANGE of a read below the log start: where the log starts now. */
   logStartOffset?: number;
+  /** QUOTA_EXCEEDED: the names of the policies that had no room (the draft's extension member). */
+  'violated-policies'?: string[];
 }
+
+/**
+ * The two answers over a limit use the problem types draft-ietf-httpapi-ratelimit-headers-11
+ * registers (§ Problem Types), so generic clients recognise them; every other code has its URN.
+ */
+const REGISTERED_TYPES: Partial<Record<ErrorCode, string>> = {
+  QUOTA_EXCEEDED: 'https://iana.org/assignments/http-problem-types#quota-exceeded',
+  TEMPORARY_REDUCED_CAPACITY: 'https://iana.org/assignments/http-problem-types#temporary-reduced-capacity',
+};
 
 /** Stable type URI for a code (a URN: there is no page to dereference, and the code is the contract). */
 export function problemType(code: ErrorCode): string {
-  return `urn:edgeq:error:${code}`;
+  return REGISTERED_TYPES[code] ?? `urn:edgeq:error:${code}`;
 }
 
 function titleOf(code: ErrorCode): string {
@@ -43,6 +54,8 @@ export function toProblem(err: unknown): Problem {
   const problem: Problem = { type: problemType(e.code), title: titleOf(e.code), status: ERROR_SPECS[e.code].http, code: e.code, detail: e.message, retriable: e.retriable };
   // A read below the log start says where the log starts now, so a reader can go on from there.
   if (e.code === 'OFFSET_OUT_OF_RANGE' && typeof e.details['logStartOffset'] === 'number') problem.logStartOffset = e.details['logStartOffset'];
+  const violated = e.details['violatedPolicies'];
+  if (e.code === 'QUOTA_EXCEEDED' && Array.isArray(violated)) problem['violated-policies'] = violated.map(String);
   return problem;
 }
 
@@ -60,7 +73,9 @@ function challenge(err: unknown): string {
 
 /**
  * Builds the problem+json response for `err`: 401 answers carry WWW-Authenticate; 429 answers, and
- * retriable errors with a `retryAfterMs` hint, carry Retry-After.
+ * retriable errors with a `retryAfterMs` hint, carry Retry-After. An error may carry its own
+ * response headers in `details.headers` (the limiter's Retry-After with jitter and RateLimit
+ * fields); they win over the defaults.
  */
 export function problemResponse(err: unknown): Response {
   const problem = toProblem(err);
@@ -71,6 +86,8 @@ export function problemResponse(err: unknown): Response {
     const seconds = typeof hintMs === 'number' && hintMs > 0 ? Math.ceil(hintMs / 1000) : RETRY_AFTER_SECONDS_DEFAULT;
     headers.set('retry-after', String(seconds));
   }
+  const own = err instanceof EdgeqError ? err.details['headers'] : undefined;
+  if (own !== null && typeof own === 'object') for (const [k, v] of Object.entries(own)) if (typeof v === 'string') headers.set(k, v);
   return new Response(JSON.stringify(problem), { status: problem.status, headers });
 }
 
