@@ -5,7 +5,7 @@
  */
 export { TokenBucket, type BucketSpec, type TakeResult } from './token-bucket.ts';
 export { QuotaBook, QUOTA_BUCKETS_MAX, QUOTAS_MAX, type Admission } from './quota-book.ts';
-export { parseQuota, resolveQuota, quotaKey, QUOTA_VALUE_MAX, DEFAULT_BURST_SEC, TENANT_NAME, QUOTA_TOPIC_NAME, type Quota, type QuotaLimits } from './quota.ts';
+export { parseQuota, resolveQuota, quotaKey, sameQuota, QUOTA_VALUE_MAX, DEFAULT_BURST_SEC, TENANT_NAME, QUOTA_TOPIC_NAME, type Quota, type QuotaLimits } from './quota.ts';
 export { maxMinFairShares, jainIndex, type Claim } from './fair-share.ts';
 export { GradientController, SeedsRuleController, GRADIENT_DEFAULTS, type CapacityController, type ControllerDecision, type GradientOptions } from './controller.ts';
 export { AdaptiveThrottle, ADAPTIVE_K, WINDOW_BUCKETS } from './adaptive-throttle.ts';
@@ -13,3 +13,5 @@ export { rateLimitHeaders, retryAfterSec, RATELIMIT_HEADERS_DRAFT, type PolicySt
 export { MemoryQuotaAdmin, type QuotaAdmin } from './quota-admin.ts';
 export { GlobalShare, GLOBAL_SHARE_DEFAULTS, type GlobalShareOptions } from './global-share.ts';
 export { pressures, SIGNAL_TARGETS_DEFAULT, type LoadSignals, type SignalName, type SignalTargets } from './signals.ts';
+export { QuotaEnforcer, QUOTA_REFRESH_MS, globalShareBound, type QuotaEnforcerOptions, type QuotaInForce } from './quota-enforcer.ts';
+export { GlobalQuotaCatalogue, globalQuotaKey } from './quota-catalogue.ts';

@@ -26,8 +26,10 @@ export interface Admission {
   quota?: Quota;
   /** With !ok: milliseconds until the request would fit. */
   throttleMs: number;
-  /** For the RateLimit headers: records and bytes left in the applied quota. */
+  /** For the RateLimit headers: records and bytes left in the applied quota (records first). */
   policies: PolicyState[];
+  /** With !ok: which budget had no room. */
+  violated?: 'records' | 'bytes';
 }
 
 interface Pair {
@@ -39,6 +41,8 @@ interface Pair {
 export class QuotaBook {
   private readonly quotas = new Map<string, Quota>();
   private readonly buckets = new Map<string, Pair>();
+  /** Records asked for under each quota (key) since drainDemand, admitted or not. */
+  private demand = new Map<string, number>();
 
   constructor(private readonly clock: Clock = systemClock) {}
 
@@ -67,32 +71,64 @@ export class QuotaBook {
     return [...this.quotas.values()].sort((a, b) => a.tenant.localeCompare(b.tenant) || a.topic.localeCompare(b.topic));
   }
 
+  /** The quota that applies to (tenant, topic), if any. */
+  resolve(tenant: string, topic: string): Quota | undefined {
+    return resolveQuota(this.quotas, tenant, topic);
+  }
+
+  /**
+   * Whether `bytes` alone would be refused now, taking nothing: the gateway asks before it reads
+   * and parses a body whose size it knows from Content-Length.
+   */
+  peekBytes(tenant: string, topic: string, bytes: number): Admission {
+    const q = resolveQuota(this.quotas, tenant, topic);
+    if (!q) return { ok: true, throttleMs: 0, policies: [] };
+    const pair = this.pair(q, tenant, topic);
+    const b = pair.bytes.peek(bytes);
+    return { ok: b.ok, quota: q, throttleMs: b.throttleMs, policies: this.policies(pair, b.ok ? -1 : 1, b.throttleMs), ...(b.ok ? {} : { violated: 'bytes' as const }) };
+  }
+
+  /** Records asked for under each quota (by quotaKey) since the last call, admitted or refused. */
+  drainDemand(): Map<string, number> {
+    const d = this.demand;
+    this.demand = new Map();
+    return d;
+  }
+
   /** Admits `records` records of `bytes` bytes for (tenant, topic), or says how long to wait. */
   admit(tenant: string, topic: string, records: number, bytes: number): Admission {
     const q = resolveQuota(this.quotas, tenant, topic);
     if (!q) return { ok: true, throttleMs: 0, policies: [] };
+    const qk = quotaKey(q.tenant, q.topic);
+    if (this.demand.has(qk) || this.demand.size < QUOTAS_MAX) this.demand.set(qk, (this.demand.get(qk) ?? 0) + records);
     const pair = this.pair(q, tenant, topic);
     const r = pair.records.tryTake(records);
-    if (!r.ok) return { ok: false, quota: q, throttleMs: r.throttleMs, policies: this.policies(pair) };
+    if (!r.ok) return { ok: false, quota: q, throttleMs: r.throttleMs, policies: this.policies(pair, 0, r.throttleMs), violated: 'records' };
     const b = pair.bytes.tryTake(bytes);
     if (!b.ok) {
       // Give the records back: a refused request takes nothing.
       pair.records.take(-records);
-      return { ok: false, quota: q, throttleMs: b.throttleMs, policies: this.policies(pair) };
+      return { ok: false, quota: q, throttleMs: b.throttleMs, policies: this.policies(pair, 1, b.throttleMs), violated: 'bytes' };
     }
     return { ok: true, quota: q, throttleMs: 0, policies: this.policies(pair) };
   }
 
-  private policies(p: Pair): PolicyState[] {
+  /** The policies' state; the refused one (index `refused`) resets when the request would fit. */
+  private policies(p: Pair, refused = -1, throttleMs = 0): PolicyState[] {
     const left = (bucket: TokenBucket, rate: number) => {
       const bal = bucket.balance();
       return { remaining: Math.max(0, bal), resetSec: bal >= 0 ? 0 : -bal / rate };
     };
     const r = left(p.records, p.quota.recordsPerSec);
     const b = left(p.bytes, p.quota.bytesPerSec);
+    // Named by what the quota covers, as the draft's example does ("tenant";q=1000;w=1): a tenant's
+    // total (topic *) or one topic; the bytes policy carries the suffix.
+    const name = p.quota.topic === '*' ? 'tenant' : 'topic';
+    if (refused === 0) r.resetSec = Math.max(r.resetSec, throttleMs / 1000);
+    if (refused === 1) b.resetSec = Math.max(b.resetSec, throttleMs / 1000);
     return [
-      { name: 'records', quota: p.quota.recordsPerSec, windowSec: 1, ...r },
-      { name: 'bytes', quota: p.quota.bytesPerSec, windowSec: 1, ...b },
+      { name, quota: p.quota.recordsPerSec, windowSec: 1, ...r },
+      { name: `${name}-bytes`, quota: p.quota.bytesPerSec, windowSec: 1, ...b },
     ];
   }
 

@@ -86,3 +86,8 @@ export function resolveQuota<Q extends { tenant: string; topic: string }>(quotas
 }
 
 export const quotaKey = (tenant: string, topic: string): string => `${tenant}\u0000${topic}`;
+
+/** True when two quotas set the same limits and scope (their tenant and topic aside). */
+export function sameQuota(a: Quota, b: Quota): boolean {
+  return a.recordsPerSec === b.recordsPerSec && a.bytesPerSec === b.bytesPerSec && a.burstRecords === b.burstRecords && a.burstBytes === b.burstBytes && a.scope === b.scope;
+}

@@ -54,15 +54,24 @@ export class TokenBucket {
     return this.balanceMilli / MILLI;
   }
 
-  /** Takes `n` tokens only if they are all there; otherwise takes nothing and says how long to wait. */
+  /**
+   * Takes `n` tokens if the request fits now, otherwise takes nothing and says how long to wait.
+   * It fits when the balance holds `min(n, burst)`: a request larger than the burst is let through
+   * on a full bucket and leaves it in debt (the balance goes negative, PIP-322's design), so the
+   * rate still holds over time and a large request is not refused for ever.
+   */
   tryTake(n: number): TakeResult {
+    const t = this.peek(n);
+    if (t.ok) this.balanceMilli -= n * MILLI;
+    return t;
+  }
+
+  /** Whether `n` tokens would be taken now (see tryTake), without taking them. */
+  peek(n: number): TakeResult {
     this.refill();
-    const want = n * MILLI;
-    if (this.balanceMilli >= want) {
-      this.balanceMilli -= want;
-      return { ok: true, throttleMs: 0 };
-    }
-    return { ok: false, throttleMs: this.msUntil(want) };
+    const need = Math.min(n, this.spec.burst) * MILLI;
+    if (this.balanceMilli >= need) return { ok: true, throttleMs: 0 };
+    return { ok: false, throttleMs: this.msUntil(need) };
   }
 
   /**

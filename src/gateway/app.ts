@@ -19,6 +19,8 @@ import { isPlainObject, parseJsonObject } from './json-body.ts';
 import { checkGroupId, GroupMembers, MEMBER_TOPICS_MAX, type JoinRequest } from './groups.ts';
 import { noMesh, type GatewayMesh } from './mesh.ts';
 import { registerFailoverRoute } from './failover-route.ts';
+import { registerQuotaRoutes } from './quota-routes.ts';
+import type { QuotaEnforcer } from '../../ratelimit/index.ts';
 import { checkBatches, checkRecords, recordBytes, parseJsonRecords, parseProtobufBatches, parseValueEncoding, toJsonRecord, type GatewayRecord } from './records.ts';
 
 /** What the app is built from. */
@@ -33,6 +35,8 @@ export interface GatewayDeps {
   mesh?: GatewayMesh | null;
   /** The region this gateway serves: the origin shown for records of global topics written here. Default `local`. */
   region?: string;
+  /** The quotas enforced on produce (429 over quota) and managed at /v1/quotas; absent: none. */
+  quotas?: QuotaEnforcer | null;
 }
 
 /** The app plus what it holds open. */
@@ -275,20 +279,37 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
     return c.body(null, 204);
   });
 
+  /**
+   * Quotas on a produce: the body's size alone, before it is read, when Content-Length gives it
+   * (a body already over the bytes budget is not read nor parsed); then the records and bytes
+   * once parsed and checked, before anything is sent. Admitted answers carry the RateLimit fields.
+   */
+  function quotaPrecheck(c: Ctx, tenant: string, topic: string): void {
+    const declared = Number(c.req.header('content-length'));
+    if (deps.quotas && Number.isSafeInteger(declared) && declared > 0) deps.quotas.precheck(tenant, topic, declared);
+  }
+  function quotaAdmit(c: Ctx, tenant: string, topic: string, records: number, bytes: number): void {
+    if (!deps.quotas) return;
+    for (const [k, v] of Object.entries(deps.quotas.admit(tenant, topic, records, bytes))) c.header(k, v);
+  }
+
   app.post('/v1/topics/:name/records', async (c) => {
     const topic = c.req.param('name');
     authorize(c, 'write', topic);
+    const tenant = c.get('principal')?.tenant ?? 'anonymous';
     const geo = await parseGeo(c.req.query('acks'), c.req.query('regions'), c.req.query('timeoutMs'), topic);
     let acks = geo ? 'all' : parseAcks(c.req.query('acks'));
     const type = mediaType(c);
     if (type !== 'application/json' && type !== 'application/x-protobuf' && type !== 'application/octet-stream') {
       throw new EdgeqError('UNSUPPORTED_MEDIA_TYPE', `expected application/json, application/x-protobuf or application/octet-stream, got "${c.req.header('content-type') ?? ''}"`);
     }
+    quotaPrecheck(c, tenant, topic);
     const body = await readBody(c, limits.bodyBytesMax);
     if (type === 'application/x-protobuf') {
       const parsed = await parseProtobufBatches(body, topic, limits);
       acks ??= acksFromWire(parsed.acks);
       checkBatches(parsed.batches, { topic, partitionCount: await backend.partitionCount(topic), recordsMax: limits.recordsMax });
+      quotaAdmit(c, tenant, topic, parsed.batches.reduce((n, b) => n + b.records, 0), body.length);
       const acksUsed = acks ?? 'all';
       const baseOffsets = await observed(acksUsed, () => backend.produceBatches(topic, parsed.batches, acksUsed), {
         records: parsed.batches.reduce((n, b) => n + b.records, 0),
@@ -320,6 +341,7 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
     const partitionCount = await backend.partitionCount(topic);
     // Every record is checked before any is sent: a refused request writes nothing.
     checkRecords(records, { topic, partitionCount, recordBytesMax: limits.recordBytesMax, recordsMax: limits.recordsMax });
+    quotaAdmit(c, tenant, topic, records.length, body.length);
     const acksUsed = acks ?? 'all';
     const sent = await observed(acksUsed, () => backend.produce(topic, records, acksUsed), {
       records: records.length,
@@ -437,6 +459,7 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
   });
 
   registerFailoverRoute(app, { mesh: deps.mesh, bodyBytesMax: limits.bodyBytesMax, requireJson });
+  registerQuotaRoutes(app, { quotas: deps.quotas, bodyBytesMax: limits.bodyBytesMax, requireJson });
 
   app.delete('/v1/groups/:group/members/:id', async (c) => {
     const group = c.req.param('group');

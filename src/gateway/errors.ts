@@ -22,6 +22,8 @@ export interface Problem {
   retriable: boolean;
   /** OFFSET_OUT_OF_RANGE of a read below the log start: where the log starts now. */
   logStartOffset?: number;
+  /** A refused input: the request field or parameter at fault, when the error names one. */
+  field?: string;
   /** QUOTA_EXCEEDED: the names of the policies that had no room (the draft's extension member). */
   'violated-policies'?: string[];
 }
@@ -54,6 +56,7 @@ export function toProblem(err: unknown): Problem {
   const problem: Problem = { type: problemType(e.code), title: titleOf(e.code), status: ERROR_SPECS[e.code].http, code: e.code, detail: e.message, retriable: e.retriable };
   // A read below the log start says where the log starts now, so a reader can go on from there.
   if (e.code === 'OFFSET_OUT_OF_RANGE' && typeof e.details['logStartOffset'] === 'number') problem.logStartOffset = e.details['logStartOffset'];
+  if (typeof e.details['field'] === 'string') problem.field = e.details['field'];
   const violated = e.details['violatedPolicies'];
   if (e.code === 'QUOTA_EXCEEDED' && Array.isArray(violated)) problem['violated-policies'] = violated.map(String);
   return problem;
