@@ -8,6 +8,7 @@ import { EdgeqError, silentLogger } from '../../src/core/index.ts';
 import { serve, type ServerType } from '@hono/node-server';
 import { expect } from 'vitest';
 import { createClient, type EdgeqClient } from '../../src/client/index.ts';
+import { MemoryQuotaAdmin, QuotaEnforcer } from '../../ratelimit/index.ts';
 import { Authenticator, createGatewayApp, hashApiKey, type GatewayApp, type GatewayLimits, type GatewayMesh, type MeshView } from '../../src/gateway/index.ts';
 import { TestCell } from '../helpers/cell.ts';
 import { ClusterGeoCell, failoverGroup, groupKey, GroupTranslator, type FailoverResult } from '../../gossip/failover/index.ts';
@@ -254,9 +255,11 @@ export class ConformanceRig {
   static async start(contract: OpenApiContract): Promise<ConformanceRig> {
     const cell = await new TestCell({ broker: { adminPort: 0 } }).start();
     const client = createClient({ brokers: cell.addresses(), metadataMaxAgeMs: 500 });
-    const open = await serveGateway('open', createGatewayApp({ client, limits: LIMITS }), contract);
+    // Quotas over in-memory storage (the cell's storage of them is tested with the broker).
+    const quotas = () => new QuotaEnforcer({ admin: new MemoryQuotaAdmin() });
+    const open = await serveGateway('open', createGatewayApp({ client, limits: LIMITS, quotas: quotas() }), contract);
     const stub = new StubMesh(client, cell.addresses());
-    const keyed = await serveGateway('keyed', createGatewayApp({ client, limits: LIMITS, auth: Authenticator.fromJson(keysDoc()), mesh: stub }), contract);
+    const keyed = await serveGateway('keyed', createGatewayApp({ client, limits: LIMITS, auth: Authenticator.fromJson(keysDoc()), mesh: stub, quotas: quotas() }), contract);
     return new ConformanceRig(cell, client, open, keyed, stub);
   }
 

@@ -99,6 +99,8 @@ async function happyPaths(gw: ServedGateway, topic: string, key?: string): Promi
 
   await groupRoundTrip(gw, key, topic, 7);
 
+  await quotaPaths(gw, topic, key);
+
   const gone = `${topic}-gone`;
   expect((await gw.call('POST', '/v1/topics', { key, json: { name: gone, partitions: 1, scope: 'local' } })).status).toBe(201);
   expect((await gw.call('DELETE', `/v1/topics/${gone}`, { key })).status).toBe(204);
@@ -120,6 +122,28 @@ async function happyPaths(gw: ServedGateway, topic: string, key?: string): Promi
     // Without a mesh no other region is known.
     expect((await gw.call('POST', '/v1/groups/o-moved/failover', { json: { from: 'eu-west' } })).status).toBe(404);
   }
+}
+
+/** Quotas: create, replace, list, read, enforce (429 with its headers), delete, and every refusal. */
+async function quotaPaths(gw: ServedGateway, topic: string, key?: string): Promise<void> {
+  const path = `/v1/quotas/*/${topic}`;
+  expect((await gw.call('PUT', path, { key, json: { recordsPerSec: 1, bytesPerSec: 1_000_000, burstRecords: 1 } })).status).toBe(201);
+  expect((await gw.call('PUT', path, { key, json: { recordsPerSec: 1, bytesPerSec: 1_000_000, burstRecords: 2, scope: 'local' } })).status).toBe(200);
+  expect((await gw.call('GET', '/v1/quotas', { key })).json<{ quotas: unknown[] }>().quotas).toHaveLength(1);
+  expect((await gw.call('GET', path, { key })).status).toBe(200);
+  expect((await gw.call('POST', `/v1/topics/${topic}/records`, { key, json: { records: [{ value: 'q1' }, { value: 'q2' }] } })).status).toBe(200);
+  const over = await gw.call('POST', `/v1/topics/${topic}/records`, { key, json: { records: [{ value: 'q3' }] } });
+  expect(over.status).toBe(429);
+  expect(over.json<{ type: string }>().type).toBe('https://iana.org/assignments/http-problem-types#quota-exceeded');
+  expect((await gw.call('PUT', path, { key, json: { recordsPerSec: 0, bytesPerSec: 1 } })).status).toBe(400);
+  expect((await gw.call('PUT', '/v1/quotas/no%20spaces/x', { key, json: { recordsPerSec: 1, bytesPerSec: 1 } })).status).toBe(400);
+  expect((await gw.call('GET', '/v1/quotas/no%20spaces/x', { key })).status).toBe(400);
+  expect((await gw.call('DELETE', '/v1/quotas/no%20spaces/x', { key })).status).toBe(400);
+  expect((await gw.call('PUT', path, { key, body: 'x'.repeat(LIMITS.bodyBytesMax! + 1), type: 'application/json' })).status).toBe(413);
+  expect((await gw.call('PUT', path, { key, body: 'recordsPerSec=1', type: 'text/plain' })).status).toBe(415);
+  expect((await gw.call('DELETE', path, { key })).status).toBe(204);
+  expect((await gw.call('DELETE', path, { key })).status).toBe(404);
+  expect((await gw.call('GET', path, { key })).status).toBe(404);
 }
 
 /** Failover over the stub mesh (eu-west published k-moved and k-busy): the answer and every refusal. */
@@ -295,6 +319,10 @@ describe('the HTTP API against docs/openapi.yaml', () => {
       ['POST', `${member}/commit`, {}],
       ['DELETE', member, {}],
       ['POST', '/v1/groups/k-moved/failover', { json: { from: 'eu-west' } }],
+      ['GET', '/v1/quotas', {}],
+      ['GET', '/v1/quotas/shop/*', {}],
+      ['PUT', '/v1/quotas/shop/*', { json: { recordsPerSec: 1, bytesPerSec: 1 } }],
+      ['DELETE', '/v1/quotas/shop/*', {}],
     ];
     for (const [method, path, o] of v1) {
       for (const key of [undefined, 'not-a-key']) {
@@ -318,6 +346,10 @@ describe('the HTTP API against docs/openapi.yaml', () => {
       ['POST', `${member}/commit`, KEYS.writer, {}],
       ['DELETE', member, KEYS.writer, {}],
       ['POST', '/v1/groups/k-moved/failover', KEYS.reader, { json: { from: 'eu-west' } }],
+      ['GET', '/v1/quotas', KEYS.writer, {}],
+      ['GET', '/v1/quotas/shop/*', KEYS.writer, {}],
+      ['PUT', '/v1/quotas/shop/*', KEYS.writer, { json: { recordsPerSec: 1_000_000, bytesPerSec: 1_000_000 } }],
+      ['DELETE', '/v1/quotas/shop/*', KEYS.writer, {}],
     ];
     for (const [method, path, key, o] of forbidden) expect((await gw.call(method, path, { ...o, key })).status, `${method} ${path}`).toBe(403);
     // Listing filters by grant instead of refusing.
