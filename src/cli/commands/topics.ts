@@ -5,7 +5,8 @@
  */
 import type { Command } from 'commander';
 import { createClient, type EdgeqClient } from '../../client/index.ts';
-import { EdgeqError, ERROR_SPECS, type ErrorCode } from '../../core/index.ts';
+import { EdgeqError } from '../../core/index.ts';
+import { gatewayCall, gatewayOf } from './gateway-call.ts';
 
 const BROKERS_DEFAULT = '127.0.0.1:9092';
 
@@ -46,27 +47,14 @@ function parseConfig(pairs: string[]): Record<string, string> {
   return out;
 }
 
-const GATEWAY_DEFAULT = 'http://127.0.0.1:8080';
-
-/** POST /v1/topics at a gateway; a refusal becomes the typed error its problem+json names. */
+/** POST /v1/topics at a gateway (a global topic); with ifNotExists an existing one is fine. */
 async function createGlobal(gateway: string, body: Record<string, unknown>, ifNotExists: boolean): Promise<void> {
-  const key = process.env.EDGEQ_API_KEY;
-  let res: Response;
   try {
-    res = await fetch(`${gateway.replace(/\/$/, '')}/v1/topics`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
-      body: JSON.stringify(body),
-      signal: AbortSignal.timeout(60_000),
-    });
+    await gatewayCall(gateway, 'POST', '/v1/topics', body);
   } catch (err) {
-    throw new EdgeqError('CONNECTION_CLOSED', `gateway ${gateway} did not answer: ${(err as Error).message}`);
+    if (ifNotExists && err instanceof EdgeqError && err.code === 'TOPIC_ALREADY_EXISTS') return;
+    throw err;
   }
-  if (res.ok) return;
-  const problem = (await res.json().catch(() => ({}))) as { code?: string; detail?: string };
-  if (ifNotExists && problem.code === 'TOPIC_ALREADY_EXISTS') return;
-  const code = (problem.code && problem.code in ERROR_SPECS ? problem.code : 'UNKNOWN') as ErrorCode;
-  throw new EdgeqError(code, `gateway ${gateway}: ${problem.detail ?? `HTTP ${res.status}`}`);
 }
 
 function positiveInt(name: string, text: string): number {
@@ -94,7 +82,7 @@ export function registerTopicsCommands(program: Command): void {
       if (opts.scope !== 'local' && opts.scope !== 'global') throw new EdgeqError('INVALID_ARGUMENT', `--scope must be local or global, got "${opts.scope}"`);
       if (opts.scope === 'global') {
         // A global topic is created in every region by the mesh's catalogue, which the gateways run.
-        await createGlobal(opts.gateway ?? process.env.EDGEQ_GATEWAY ?? GATEWAY_DEFAULT, {
+        await createGlobal(gatewayOf(opts.gateway), {
           name,
           partitions: positiveInt('--partitions', opts.partitions),
           ...(opts.replicationFactor !== undefined ? { replicationFactor: positiveInt('--replication-factor', opts.replicationFactor) } : {}),
