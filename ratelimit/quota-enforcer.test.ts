@@ -77,8 +77,8 @@ describe('QuotaEnforcer', () => {
           }
         }
         await settle();
-        await a.refresh();
-        await b.refresh();
+        await a.interval();
+        await b.interval();
         admittedPerSec.push(got);
       }
     };

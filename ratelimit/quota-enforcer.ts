@@ -49,7 +49,9 @@ export function globalShareBound(quotaPerSec: number, regions: number, maxStep =
 
 export class QuotaEnforcer {
   readonly book: QuotaBook;
-  readonly catalogue: GlobalQuotaCatalogue | null;
+  private catalogue: GlobalQuotaCatalogue | null = null;
+  private mesh: MeshStateAccess | null = null;
+  private regions: () => number = GLOBAL_SHARE_DEFAULTS.regions;
   private readonly clock: Clock;
   private readonly logger: Logger;
   private readonly refreshMs: number;
@@ -60,6 +62,7 @@ export class QuotaEnforcer {
   private lastTickMs: number;
   private timer: TimerHandle | null = null;
   private closed = false;
+  private started = false;
   private failing = false;
   private refreshing: Promise<void> | null = null;
   private stopWatch: (() => void) | null = null;
@@ -70,8 +73,26 @@ export class QuotaEnforcer {
     this.refreshMs = o.refreshMs ?? QUOTA_REFRESH_MS;
     this.random = o.random ?? Math.random;
     this.book = new QuotaBook(this.clock);
-    this.catalogue = o.mesh ? new GlobalQuotaCatalogue(o.mesh, o.admin, this.logger) : null;
     this.lastTickMs = this.clock.monotonicMs();
+    if (o.mesh) this.attachMesh(o.mesh, o.regions ?? GLOBAL_SHARE_DEFAULTS.regions);
+  }
+
+  /**
+   * Gives the enforcer the mesh (a gateway starts its mesh agent after its HTTP server): from now
+   * on global quotas' definitions follow the mesh and each is enforced at this region's share.
+   * Until then a global quota is enforced whole here (the few milliseconds of a start).
+   */
+  attachMesh(mesh: MeshStateAccess, regions: () => number): void {
+    this.mesh = mesh;
+    this.regions = regions;
+    this.catalogue = new GlobalQuotaCatalogue(mesh, this.o.admin, this.logger);
+    this.shares.clear();
+    if (this.started) this.watch();
+  }
+
+  private watch(): void {
+    this.stopWatch?.();
+    this.stopWatch = this.catalogue?.onChange(() => void this.refresh()) ?? null;
   }
 
   /** Where the quotas are stored. */
@@ -82,11 +103,12 @@ export class QuotaEnforcer {
   /** Reads the quotas once (a failure is logged, not thrown), then every refreshMs. */
   async start(): Promise<void> {
     await this.refresh();
-    this.stopWatch = this.catalogue?.onChange(() => void this.refresh()) ?? null;
+    this.started = true;
+    this.watch();
     const loop = (): void => {
       if (this.closed) return;
       this.timer = this.clock.setTimeout(() => {
-        void this.refresh().finally(loop);
+        void this.interval().finally(loop);
       }, this.refreshMs);
     };
     loop();
@@ -98,7 +120,17 @@ export class QuotaEnforcer {
     this.stopWatch?.();
   }
 
-  /** Reads the cell's quotas, reconciles global ones with the mesh, applies them, ticks shares. */
+  /**
+   * One interval: the quotas read again, and each global quota's share worked out from this
+   * region's demand since the last interval. Only the timer runs it: a share moves at most
+   * `maxStep` per interval, so extra ticks (a listing, a mesh change) would let it move faster.
+   */
+  async interval(): Promise<void> {
+    await this.refresh();
+    this.tickShares();
+  }
+
+  /** Reads the cell's quotas, reconciles global ones with the mesh, and applies them. */
   refresh(): Promise<void> {
     // One at a time: a mesh change and the timer may both ask.
     this.refreshing ??= this.doRefresh().finally(() => {
@@ -118,7 +150,6 @@ export class QuotaEnforcer {
       if (!this.failing) this.logger.warn({ err: (err as Error).message }, 'quotas could not be read from the cell; the last ones read stay in force');
       this.failing = true;
     }
-    this.tickShares();
   }
 
   /** A quota stored through this gateway: in force at once, and published when global. */
@@ -211,7 +242,7 @@ export class QuotaEnforcer {
 
   /** The quota with this region's share in place of a global quota's total. */
   private effective(q: Quota): Quota {
-    if (q.scope !== 'global' || !this.o.mesh) return q;
+    if (q.scope !== 'global' || !this.mesh) return q;
     const share = this.shareOf(q).share();
     const f = Math.max(0, Math.min(1, share / q.recordsPerSec));
     const scale = (v: number) => Math.max(1, Math.round(v * f));
@@ -222,7 +253,7 @@ export class QuotaEnforcer {
     const k = quotaKey(q.tenant, q.topic);
     let s = this.shares.get(k);
     if (!s) {
-      s = new GlobalShare(this.o.mesh!, this.clock, { quotaId: `${q.tenant}/${q.topic}`, totalPerSec: q.recordsPerSec, regions: this.o.regions ?? GLOBAL_SHARE_DEFAULTS.regions });
+      s = new GlobalShare(this.mesh!, this.clock, { quotaId: `${q.tenant}/${q.topic}`, totalPerSec: q.recordsPerSec, regions: this.regions });
       this.shares.set(k, s);
     }
     return s;
@@ -234,7 +265,7 @@ export class QuotaEnforcer {
     const elapsedSec = Math.max(0.001, (now - this.lastTickMs) / 1000);
     this.lastTickMs = now;
     const demand = this.book.drainDemand();
-    if (!this.o.mesh) return;
+    if (!this.mesh) return;
     for (const [k, q] of this.configured) {
       if (q.scope !== 'global') continue;
       this.shareOf(q).tick((demand.get(k) ?? 0) / elapsedSec);
