@@ -1,7 +1,8 @@
 /**
- * Flow control (issue 14, in progress): the token bucket, quotas with wildcards, max-min fair
- * shares by weight, and the load controller (gradient law, and the seeds' rule as the baseline).
- * Not yet wired into the gateway or the broker.
+ * Flow control (docs/flow-control.md): the token bucket, quotas with wildcards and their
+ * enforcement (QuotaEnforcer at the gateway, QuotaBook at the broker), global quotas over the
+ * mesh, max-min fair shares by weight, and the load controller (gradient law, and the seeds' rule
+ * as the baseline).
  */
 export { TokenBucket, type BucketSpec, type TakeResult } from './token-bucket.ts';
 export { QuotaBook, QUOTA_BUCKETS_MAX, QUOTAS_MAX, type Admission } from './quota-book.ts';
