@@ -2,8 +2,8 @@
  * AlterQuotas as the broker checks it: every op parsed with the quota parser the HTTP API uses
  * (ratelimit/quota.ts), all or nothing. One invalid op refuses the request whole, so a batch of
  * changes never lands half-applied: the invalid op is answered INVALID_ARGUMENT naming its field,
- * the valid ones INVALID_ARGUMENT saying they were not applied because of it. Also the
- * conversions between the wire's QuotaEntry and a Quota.
+ * the valid ones INVALID_ARGUMENT saying they were not applied because of it. Also a Quota as
+ * the wire's QuotaEntry.
  */
 import { EdgeqError, toEdgeqError } from '../core/index.ts';
 import { parseQuota, quotaKey, QUOTA_TOPIC_NAME, QUOTAS_MAX, TENANT_NAME, type Quota } from '../../ratelimit/index.ts';
@@ -121,16 +121,6 @@ export const keyOf = (c: QuotaChange): string => quotaKey(tenantOf(c), topicOf(c
 
 /** A quota as DescribeQuotas lists it. */
 export function toQuotaEntry(q: Quota): QuotaEntry {
-  return { tenant: q.tenant, topic: q.topic, recordsPerSec: q.recordsPerSec, bytesPerSec: q.bytesPerSec, burstRecords: q.burstRecords, burstBytes: q.burstBytes, scope: q.scope };
-}
-
-/** A listed quota back as a Quota, checked as any quota is (a broker's answer is input too). */
-export function fromQuotaEntry(e: QuotaEntry): Quota {
-  return parseQuota(e.tenant, e.topic, { recordsPerSec: e.recordsPerSec, bytesPerSec: e.bytesPerSec, burstRecords: e.burstRecords, burstBytes: e.burstBytes, scope: e.scope || 'local' });
-}
-
-/** The AlterQuotas op that puts `q`. */
-export function putOp(q: Quota): AlterQuotaOp {
   return { tenant: q.tenant, topic: q.topic, recordsPerSec: q.recordsPerSec, bytesPerSec: q.bytesPerSec, burstRecords: q.burstRecords, burstBytes: q.burstBytes, scope: q.scope };
 }
 
