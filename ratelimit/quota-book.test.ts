@@ -85,4 +85,17 @@ describe('QuotaBook', () => {
     // Every window, the first included (its burst is the default tenth of a second: +1%).
     for (const w of windows) expect(Math.abs(w - R * 10) / (R * 10)).toBeLessThanOrEqual(0.05);
   });
+
+  it('release gives back what an admit took (a request refused after all takes nothing)', () => {
+    const book = new QuotaBook(new FakeClock());
+    book.set(q('acme', '*', 10));
+    expect(book.admit('acme', 'a', 10, 100).ok).toBe(true);
+    expect(book.admit('acme', 'b', 1, 1).ok).toBe(false);
+    book.release('acme', 'a', 10, 100);
+    // The (acme, *) bucket is shared by a and b: b now finds the 10.
+    expect(book.admit('acme', 'b', 10, 100).ok).toBe(true);
+    // No quota, nothing to give back.
+    book.release('bob', 'x', 5, 5);
+    expect(book.admit('bob', 'x', 1e9, 1).ok).toBe(true);
+  });
 });

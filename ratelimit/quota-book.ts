@@ -113,6 +113,19 @@ export class QuotaBook {
     return { ok: true, quota: q, throttleMs: 0, policies: this.policies(pair) };
   }
 
+  /**
+   * Gives back what an admitted `admit(tenant, topic, records, bytes)` took, for a request refused
+   * after all (the broker admits each topic of a produce request, and one topic over its quota
+   * refuses the request whole): a refused request takes nothing.
+   */
+  release(tenant: string, topic: string, records: number, bytes: number): void {
+    const q = resolveQuota(this.quotas, tenant, topic);
+    if (!q) return;
+    const pair = this.pair(q, tenant, topic);
+    pair.records.take(-records);
+    pair.bytes.take(-bytes);
+  }
+
   /** The policies' state; the refused one (index `refused`) resets when the request would fit. */
   private policies(p: Pair, refused = -1, throttleMs = 0): PolicyState[] {
     const left = (bucket: TokenBucket, rate: number) => {

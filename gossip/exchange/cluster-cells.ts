@@ -19,7 +19,7 @@ import { createConnection } from 'node:net';
 import { Cluster, Connection, isStaleMetadataError, type SocketFactory } from '../../src/client/index.ts';
 import { EdgeqError, orAborted, type Logger } from '../../src/core/index.ts';
 import { errorOf } from '../../src/protocol/codec.ts';
-import { Acks } from '../../src/protocol/index.ts';
+import { Acks, internalClientId } from '../../src/protocol/index.ts';
 import type { ApplyResult, CellAccess, LocalOriginState, OriginFetchRequest, OriginFetchResult } from './cell-access.ts';
 
 export interface ClusterCellsOptions {
@@ -54,7 +54,7 @@ export class ClusterCells implements CellAccess {
   private readonly sendOrder = new Map<string, Promise<void>>();
 
   constructor(private readonly o: ClusterCellsOptions) {
-    this.local = new Cluster({ brokers: o.localBrokers, clientId: `edgeq-exchange-${o.region}`, logger: o.logger, requestTimeoutMs: o.appendTimeoutMs + o.requestTimeoutMs });
+    this.local = new Cluster({ brokers: o.localBrokers, clientId: internalClientId(`edgeq-exchange-${o.region}`), logger: o.logger, requestTimeoutMs: o.appendTimeoutMs + o.requestTimeoutMs });
   }
 
   private remote(region: string): Cluster {
@@ -69,7 +69,7 @@ export class ClusterCells implements CellAccess {
       const [host, port] = this.o.translate(`${a.host}:${a.port}`, 'tcp').split(':');
       return createConnection({ host: host!, port: Number(port) });
     };
-    const cluster = new Cluster({ brokers, clientId: `edgeq-exchange-${this.o.region}`, logger: this.o.logger, socketFactory, requestTimeoutMs: this.o.requestTimeoutMs, connectTimeoutMs: this.o.requestTimeoutMs });
+    const cluster = new Cluster({ brokers, clientId: internalClientId(`edgeq-exchange-${this.o.region}`), logger: this.o.logger, socketFactory, requestTimeoutMs: this.o.requestTimeoutMs, connectTimeoutMs: this.o.requestTimeoutMs });
     this.remotes.set(region, { brokers: key, cluster, socketFactory });
     return cluster;
   }
@@ -201,7 +201,7 @@ export class ClusterCells implements CellAccess {
     const socketFactory = [...this.remotes.values()].find((r) => r.cluster === cluster)?.socketFactory;
     const conn = Connection.connect(
       { host: b.host, port: b.port },
-      { clientId: `edgeq-exchange-${this.o.region}`, logger: this.o.logger, connectTimeoutMs: this.o.requestTimeoutMs, requestTimeoutMs: this.o.appendTimeoutMs + this.o.requestTimeoutMs, ...(socketFactory ? { socketFactory } : {}) },
+      { clientId: internalClientId(`edgeq-exchange-${this.o.region}`), logger: this.o.logger, connectTimeoutMs: this.o.requestTimeoutMs, requestTimeoutMs: this.o.appendTimeoutMs + this.o.requestTimeoutMs, ...(socketFactory ? { socketFactory } : {}) },
     );
     this.dedicated.set(key, { brokerId, conn });
     conn.catch(() => this.dedicated.get(key)?.conn === conn && this.dedicated.delete(key));

@@ -4,7 +4,7 @@
  */
 import { Admin, Cluster, isStaleMetadataError } from '../../src/client/index.ts';
 import { isEdgeqError, type Logger } from '../../src/core/index.ts';
-import { errorOf } from '../../src/protocol/index.ts';
+import { errorOf, internalClientId } from '../../src/protocol/index.ts';
 import type { GeoCell, GroupCommit, LogChunk } from './geo-cell.ts';
 import { GEO_REQUEST_TIMEOUT_MS } from './limits.ts';
 
@@ -15,7 +15,7 @@ export class ClusterGeoCell implements GeoCell {
   private readonly admin: Admin;
 
   constructor(o: { region: string; localBrokers: string[]; logger: Logger }) {
-    this.cluster = new Cluster({ brokers: o.localBrokers, clientId: `edgeq-geo-${o.region}`, logger: o.logger, requestTimeoutMs: GEO_REQUEST_TIMEOUT_MS });
+    this.cluster = new Cluster({ brokers: o.localBrokers, clientId: internalClientId(`edgeq-geo-${o.region}`), logger: o.logger, requestTimeoutMs: GEO_REQUEST_TIMEOUT_MS });
     this.admin = new Admin(this.cluster, { requestTimeoutMs: GEO_REQUEST_TIMEOUT_MS });
   }
 

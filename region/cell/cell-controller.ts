@@ -11,6 +11,8 @@
  *   incarnations (bumped or resigned), ISR changes by the leader.
  * - **Topic admin** (topic-admin.ts): atomic create and delete, the offsets topic.
  * - **Producer ids** (producer-id-blocks.ts behind the broker's one allocator).
+ * - **Quotas** (quota-writes.ts): AlterQuotas in one transaction; the watch hands every change
+ *   to the broker's quota book.
  *
  * The broker may take writes (`canLead`) while the lease is valid and the watch is current.
  */
@@ -22,6 +24,7 @@ import {
   type CreateTopicInput,
   type Partition,
   type PartitionState,
+  type QuotaChange,
   type TopicRecord,
 } from '../../src/broker/index.ts';
 import type { BrokerInfo, BrokerStatus } from '../../src/protocol/index.ts';
@@ -32,6 +35,7 @@ import { CellWatch } from './cell-watch.ts';
 import { Elections } from './elections.ts';
 import { LeaseKeeper } from './lease-keeper.ts';
 import { ArbiterProducerIdStore } from './producer-id-blocks.ts';
+import { writeQuotas } from './quota-writes.ts';
 import { StateApplier } from './state-applier.ts';
 import { TopicAdmin } from './topic-admin.ts';
 
@@ -290,6 +294,9 @@ export class ArbiterCellController implements CellController {
       case 'recovering':
         this.sweepSoon();
         return;
+      case 'quota':
+        this.host?.onQuotaChange?.(c.tenant, c.topic, c.quota);
+        return;
     }
   }
 
@@ -326,6 +333,15 @@ export class ArbiterCellController implements CellController {
 
   deleteTopic(name: string): Promise<void> {
     return this.topicAdmin.delete(name);
+  }
+
+  /**
+   * Writes the changes in one transaction and takes them into the view at once (the watch brings
+   * them again, ignored by revision), so this broker's book has them before the answer.
+   */
+  async alterQuotas(changes: readonly QuotaChange[]): Promise<void> {
+    const { revision, writes } = await writeQuotas(this.arbiter, this.keys, changes);
+    for (const w of writes) this.changed(this.view.ingest(w.key, w.value, revision));
   }
 
   changeIsr(p: Partition, isr: number[]): Promise<boolean> {

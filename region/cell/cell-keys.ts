@@ -11,6 +11,10 @@
  *   recovering/<name>/<p>/<id> broker <id>'s replica may lack records it once held (unclean
  *                              shutdown, tail cut by recovery): topic id, last epoch, log end;
  *                              written by that broker at start, deleted once it caught up
+ *   quotas/<tenant>/<topic>    a quota (ratelimit/quota.ts) as JSON; `*` for a wildcard. Written
+ *                              by AlterQuotas on any broker, one transaction per request; every
+ *                              broker keeps its quota book in step through the watch. Tenant and
+ *                              topic names never hold a `/` (TENANT_NAME, QUOTA_TOPIC_NAME).
  */
 export class CellKeys {
   readonly root: string;
@@ -37,6 +41,9 @@ export class CellKeys {
   recoveringOf(topic: string): string {
     return `${this.root}recovering/${topic}/`;
   }
+  quota(tenant: string, topic: string): string {
+    return `${this.root}quotas/${tenant}/${topic}`;
+  }
   get producerIds(): string {
     return `${this.root}producer-ids`;
   }
@@ -53,6 +60,7 @@ export class CellKeys {
     | { kind: 'partition'; topic: string; partition: number }
     | { kind: 'producer-epoch'; id: number }
     | { kind: 'recovering'; topic: string; partition: number; id: number }
+    | { kind: 'quota'; tenant: string; topic: string }
     | { kind: 'other' } {
     if (!key.startsWith(this.root)) return { kind: 'other' };
     const rest = key.slice(this.root.length).split('/');
@@ -61,6 +69,7 @@ export class CellKeys {
     if (rest[0] === 'partitions' && rest.length === 3) return { kind: 'partition', topic: rest[1]!, partition: Number(rest[2]) };
     if (rest[0] === 'producer-epochs' && rest.length === 2) return { kind: 'producer-epoch', id: Number(rest[1]) };
     if (rest[0] === 'recovering' && rest.length === 4) return { kind: 'recovering', topic: rest[1]!, partition: Number(rest[2]), id: Number(rest[3]) };
+    if (rest[0] === 'quotas' && rest.length === 3) return { kind: 'quota', tenant: rest[1]!, topic: rest[2]! };
     return { kind: 'other' };
   }
 }

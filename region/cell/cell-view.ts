@@ -1,6 +1,6 @@
 /**
  * The cell as one broker knows it: its copy of the cell's keys in the arbiter (live brokers,
- * topic records, partition states, bumped producer epochs), fed by the watch one event at a time
+ * topic records, partition states, bumped producer epochs, quotas), fed by the watch one event at a time
  * or by a full read after the watch was lost. It never touches the arbiter; it says what changed
  * so the controller can act.
  *
@@ -15,7 +15,8 @@
  */
 import type { BrokerInfo } from '../../src/protocol/index.ts';
 import type { PartitionState, TopicRecord } from '../../src/broker/index.ts';
-import type { Logger } from '../../src/core/index.ts';
+import { EdgeqError, type Logger } from '../../src/core/index.ts';
+import { parseQuota, quotaKey, type Quota } from '../../ratelimit/index.ts';
 import type { KeyValue } from '../arbiter/index.ts';
 import type { CellKeys } from './cell-keys.ts';
 
@@ -56,7 +57,8 @@ export type CellChange =
   | { kind: 'topic'; name: string }
   | { kind: 'partition'; topic: string; partition: number }
   | { kind: 'producer-epoch'; id: number; epoch: number }
-  | { kind: 'recovering'; topic: string; partition: number; id: number };
+  | { kind: 'recovering'; topic: string; partition: number; id: number }
+  | { kind: 'quota'; tenant: string; topic: string; quota: Quota | null };
 
 /** One broker's copy of the cell's state. */
 export class CellView {
@@ -67,6 +69,8 @@ export class CellView {
   /** Revision of every key held, by full key. */
   private readonly revisions = new Map<string, number>();
   private readonly states = new Map<string, StateEntry>();
+  /** The cell's quotas, by quotaKey. */
+  readonly quotas = new Map<string, Quota>();
   /** Recovering replicas: partition key → broker id → entry. */
   private readonly recoveringByPartition = new Map<string, Map<number, RecoveringEntry>>();
 
@@ -183,6 +187,18 @@ export class CellView {
           if (byId.size === 0) this.recoveringByPartition.delete(pk);
         }
         return { kind: 'recovering', topic: k.topic, partition: k.partition, id: k.id };
+      }
+      case 'quota': {
+        // Parsed as any quota is: a value no broker could have written is logged and skipped.
+        if (value) {
+          const { tenant, topic, ...limits } = JSON.parse(value.toString('utf8')) as Quota;
+          if (tenant !== k.tenant || topic !== k.topic) throw new EdgeqError('INVALID_DATA', `quota for (${tenant}, ${topic}) under the key of (${k.tenant}, ${k.topic})`, { details: { key } });
+          const quota = parseQuota(tenant, topic, limits);
+          this.quotas.set(quotaKey(k.tenant, k.topic), quota);
+          return { kind: 'quota', tenant: k.tenant, topic: k.topic, quota };
+        }
+        this.quotas.delete(quotaKey(k.tenant, k.topic));
+        return { kind: 'quota', tenant: k.tenant, topic: k.topic, quota: null };
       }
       case 'producer-epoch': {
         const epoch = value ? (JSON.parse(value.toString('utf8')) as { epoch: number }).epoch : 0;

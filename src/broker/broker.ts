@@ -19,7 +19,9 @@ import type { Partition } from './partition.ts';
 import { ProducerIds } from './producer-ids.ts';
 import { ReplicaFetchers, type ReplicaFetchLimits } from './replica-fetcher.ts';
 import { RequestRouter } from './request-router.ts';
-import { CONNECTION_LIMITS_DEFAULT, ServerConnection, type ConnectionLimits } from './server-connection.ts';
+import { CONNECTION_LIMITS_DEFAULT, ServerConnection, type ConnectionLimits, type ConnectionStats } from './server-connection.ts';
+import { ClientQuotas, type QuotaBackend } from './client-quotas.ts';
+import { QuotaFile } from './quota-file.ts';
 import { TopicManager, type TopicLimits } from './topic-manager.ts';
 import { CONSUMER_OFFSETS_TOPIC } from './topic-name.ts';
 
@@ -92,6 +94,8 @@ export class Broker {
     /** This broker's metrics (scrape them with `metrics.scrape()` or over the admin port). */
     readonly metrics: BrokerMetrics,
     private readonly producerIds: ProducerIdSource,
+    /** Quotas of binary-protocol clients: in the cell's arbiter, or this broker's quotas.json. */
+    readonly quotas: ClientQuotas,
     private readonly options: BrokerOptions,
     private readonly clock: Clock,
     private readonly logger: Logger,
@@ -147,7 +151,19 @@ export class Broker {
       throw err;
     });
     metrics.watchPartitions(topics);
-    const broker = new Broker(brokerId, topics, cell, metrics, producerIds, options, clock, logger);
+    // A cell keeps quotas in its arbiter (the view hands them over as the controller starts); a
+    // lone broker in its data folder.
+    const alterQuotas = cell?.alterQuotas?.bind(cell);
+    let backend: QuotaBackend;
+    try {
+      backend = alterQuotas ? { kind: 'cell', alterQuotas } : { kind: 'file', file: await QuotaFile.open(storage, options.dataDir) };
+    } catch (err) {
+      await topics.close().catch(() => undefined);
+      if (!options.metrics) metrics.close();
+      throw err;
+    }
+    const quotas = new ClientQuotas(backend, { clock, logger, metrics });
+    const broker = new Broker(brokerId, topics, cell, metrics, producerIds, quotas, options, clock, logger);
     try {
       await broker.listen();
       if (options.adminPort !== undefined) await broker.listenAdmin(options.adminPort);
@@ -161,6 +177,7 @@ export class Broker {
           region: options.region ?? 'local',
           topics,
           onRoleChange: (p) => broker.onRoleChange(p),
+          onQuotaChange: (tenant, topic, quota) => quotas.onCellChange(tenant, topic, quota),
           // A replica that may lack records it once held leads only once caught up, unless it is
           // the partition's only replica (nothing better exists).
           eligibleToLead: (topic, partition) => {
@@ -211,11 +228,12 @@ export class Broker {
       fetchLimits: { ...FETCH_LIMITS_DEFAULT, ...o.fetch },
       produceLimits: { produceTimeoutMsMax: o.produceTimeoutMsMax ?? 30_000 },
       metrics: this.metrics,
+      quotas: this.quotas,
     });
     const router = new RequestRouter(handlers, this.logger);
     const limits = { ...CONNECTION_LIMITS_DEFAULT, ...o.connection };
     const server = createServer((socket: Socket) => {
-      const c = new ServerConnection(socket, router, limits, this.logger);
+      const c = new ServerConnection(socket, router, limits, this.logger, this.clock);
       this.connections.add(c);
       void c.closed.then(() => this.connections.delete(c));
     });
@@ -315,9 +333,9 @@ export class Broker {
     return this.connections.size;
   }
 
-  /** In-flight requests and bytes of each open connection (backpressure visibility). */
-  connectionStats(): { bytes: number; requests: number }[] {
-    return [...this.connections].map((c) => c.inflight);
+  /** In-flight requests and bytes, throttle state and bytes read of each open connection. */
+  connectionStats(): ConnectionStats[] {
+    return [...this.connections].map((c) => c.stats);
   }
 
   /** Stops accepting, closes connections, leaves the cell, stops the coordinator, flushes every log. */

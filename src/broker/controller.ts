@@ -4,7 +4,9 @@
  * arbiter under a lease, tells it which replicas it leads or follows, and writes topic, ISR and
  * producer-id changes to the arbiter with compare-and-set.
  */
+import type { Quota } from '../../ratelimit/index.ts';
 import type { BrokerInfo, BrokerStatus } from '../protocol/index.ts';
+import type { QuotaChange } from './quota-changes.ts';
 import type { Partition } from './partition.ts';
 import type { TopicRecord } from './topic-store.ts';
 import type { CreateTopicInput, TopicManager } from './topic-manager.ts';
@@ -40,6 +42,11 @@ export interface CellHost {
    * partition is recovering, elects the one with the most (`lastEpoch`, then `logEndOffset`).
    */
   recoveringReplicas?(): RecoveringReplica[];
+  /**
+   * The cell's quota of (tenant, topic) changed (null: deleted), as the watch saw it: the broker
+   * keeps its quota book in step. Called for every quota the cell holds when the view is built.
+   */
+  onQuotaChange?(tenant: string, topic: string, quota: Quota | null): void;
 }
 
 /** A recovering local replica as the cell is told of it. */
@@ -84,6 +91,12 @@ export interface CellController extends ProducerIdSource {
   deleteTopic(name: string): Promise<void>;
   /** Compare-and-set of a partition's ISR by its leader; true when it took effect. */
   changeIsr(partition: Partition, isr: number[]): Promise<boolean>;
+  /**
+   * Applies quota changes in one arbiter transaction (all or nothing), durably: resolved once
+   * the arbiter holds them; every broker of the cell then hears of them through its watch.
+   * Absent: the cell keeps no quotas (the broker keeps its own file).
+   */
+  alterQuotas?(changes: readonly QuotaChange[]): Promise<void>;
   /** A local replica that was recovering has caught up (or was elected): the cell forgets the mark. */
   replicaRecovered?(topic: string, partition: number): void;
   close(): Promise<void>;

@@ -19,6 +19,7 @@ import {
 import { handleFetch, type FetchLimits } from './fetch-handler.ts';
 import { FetchSessions } from './fetch-sessions.ts';
 import { handleProduce, type ProduceLimits } from './produce-handler.ts';
+import type { ClientQuotas } from './client-quotas.ts';
 import type { CellController, ProducerIdSource } from './controller.ts';
 import type { Handlers } from './request-router.ts';
 import type { TopicManager, TopicView } from './topic-manager.ts';
@@ -44,6 +45,8 @@ export interface HandlerDeps {
   frameBytesMax?: number;
   /** Produce and fetch figures go here when set. */
   metrics?: BrokerMetrics;
+  /** Quotas of binary-protocol clients (KIP-219); absent: none kept, nothing limited. */
+  quotas?: ClientQuotas;
 }
 
 /** Builds the handler table. */
@@ -107,18 +110,33 @@ export function createHandlers(d: HandlerDeps): Handlers {
       return { brokers: d.cell ? d.cell.brokers() : [d.self], controllerId: d.self.id, topics, clusterId: d.clusterId };
     },
 
-    Produce: async (req) => {
+    Produce: async (req, ctx) => {
       for (const t of req.topics) {
         if (isInternalTopic(t.name)) {
           throw new EdgeqError('INVALID_TOPIC', `topic ${t.name} is internal: only the broker writes it`, { details: { topic: t.name } });
         }
+      }
+      // Over quota: refused whole, before anything is written; the router sees the throttle in
+      // the answer and the connection stops reading once it is sent (KIP-219).
+      const admission = d.quotas?.admitProduce(ctx.clientId, req);
+      if (admission && !admission.ok) {
+        if (req.acks === Acks.NONE) {
+          ctx.mute?.(admission.throttleMs);
+          return null;
+        }
+        return admission.response;
       }
       const res = await handleProduce(req, { topics: d.topics, limits: d.produceLimits, clock: d.clock, metrics: d.metrics, region: d.self.region });
       // acks=0: the producer asked for no answer (errors are only logged by the router).
       return req.acks === Acks.NONE ? null : res;
     },
 
-    Fetch: async (req, ctx) => handleFetch(req, { topics: d.topics, limits: d.fetchLimits, clock: d.clock, onClose: ctx.onClose, metrics: d.metrics, region: d.self.region, sessions: fetchSessions }),
+    Fetch: async (req, ctx) => {
+      const res = await handleFetch(req, { topics: d.topics, limits: d.fetchLimits, clock: d.clock, onClose: ctx.onClose, metrics: d.metrics, region: d.self.region, sessions: fetchSessions });
+      // The connection's remaining throttle: a consumer sharing it with a throttled producer holds off too.
+      const throttleMs = ctx.throttleRemainingMs?.() ?? 0;
+      return throttleMs > 0 ? { ...res, throttleMs } : res;
+    },
 
     ListOffsets: async (req) => ({
       topics: await Promise.all(
@@ -247,6 +265,16 @@ export function createHandlers(d: HandlerDeps): Handlers {
         }),
       })),
     }),
+
+    DescribeQuotas: async () => {
+      if (!d.quotas) return { quotas: [] };
+      return d.quotas.describe();
+    },
+
+    AlterQuotas: async (req) => {
+      if (!d.quotas) throw new EdgeqError('UNSUPPORTED_API', `broker ${d.self.id} keeps no quotas`);
+      return d.quotas.alter(req);
+    },
 
     CellStatus: async () => {
       const replicas = d.topics.localPartitions().map((p) => {

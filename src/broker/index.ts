@@ -23,3 +23,6 @@ export type { CellController, CellHost, PartitionState, ProducerIdSource, Recove
 export type { TopicRecord } from './topic-store.ts';
 export { LeaderEpochCache } from './leader-epoch-cache.ts';
 export { ReplicaFetchers, REPLICA_FETCH_DEFAULTS, type ReplicaFetchLimits } from './replica-fetcher.ts';
+export { ClientQuotas, ANONYMOUS_TENANT, type ProduceAdmission, type QuotaBackend } from './client-quotas.ts';
+export { QuotaFile, QUOTAS_FILE } from './quota-file.ts';
+export { QUOTA_OPS_MAX, parseQuotaOp, parseAlterQuotas, type QuotaChange } from './quota-changes.ts';

@@ -11,7 +11,7 @@
  * but only up to `replicaStalledRetryMs`: then it asks again, so a follower always recovers.
  */
 import { EdgeqError, silentLogger, systemClock, toEdgeqError, type Clock, type Logger } from '../core/index.ts';
-import { Connection, errorOf, type ApiName, type FetchRequest, type OffsetForLeaderEpochRequest, type RequestOf, type ResponseOf } from '../protocol/index.ts';
+import { Connection, errorOf, internalClientId, type ApiName, type FetchRequest, type OffsetForLeaderEpochRequest, type RequestOf, type ResponseOf } from '../protocol/index.ts';
 import type { Partition } from './partition.ts';
 
 /** Bounds of replica fetching. */
@@ -200,7 +200,7 @@ class LeaderFetcher {
     if (this.conn && !this.conn.closed) return this.conn;
     const addr = this.deps.addressOf(this.leaderId);
     if (!addr) throw new EdgeqError('BROKER_NOT_AVAILABLE', `leader ${this.leaderId} is not registered`);
-    this.conn = await (this.deps.connect ?? tcpConnect(this.clock))(addr, `replica-${this.deps.brokerId}`);
+    this.conn = await (this.deps.connect ?? tcpConnect(this.clock))(addr, internalClientId(`replica-${this.deps.brokerId}`));
     return this.conn;
   }
 

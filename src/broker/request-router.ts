@@ -31,6 +31,18 @@ export interface RequestContext {
    * broker a fifth of its CPU at that rate (measured, Node 20).
    */
   onClose(listener: () => void): () => void;
+  /**
+   * Milliseconds the connection is still throttled (KIP-219): a fetch answers it so a consumer
+   * sharing a throttled connection holds off too. Absent: never throttled.
+   */
+  throttleRemainingMs?(): number;
+  /** Mutes the connection for `ms` now: for a refused request that gets no response (acks=0). */
+  mute?(ms: number): void;
+}
+
+/** What routing one frame said beside its response: the throttle it carried (0: none). */
+export interface RouteOutcome {
+  throttleMs: number;
 }
 
 /** A handler answers with a response body, or null to send nothing (produce with acks=0). */
@@ -46,8 +58,12 @@ export class RequestRouter {
     private readonly logger: Logger,
   ) {}
 
-  /** The response frame for `frame`, or null when none is due. */
-  async route(frame: Frame, ctx: RequestContext): Promise<Buffer | null> {
+  /**
+   * The response frame for `frame`, or null when none is due. A response carrying a throttle
+   * (`throttleMs` > 0: Produce and Fetch) sets `outcome.throttleMs`, so the connection can stop
+   * reading once it has sent it (KIP-219).
+   */
+  async route(frame: Frame, ctx: RequestContext, outcome?: RouteOutcome): Promise<Buffer | null> {
     const spec = apiSpec(frame.apiKey);
     try {
       if (!spec) throw new EdgeqError('UNSUPPORTED_API', `unknown API key ${frame.apiKey}`, { details: { apiKey: frame.apiKey } });
@@ -62,6 +78,10 @@ export class RequestRouter {
       const handler = this.handlers[spec.name] as unknown as (r: object, c: RequestContext) => Promise<object | null>;
       const res = await handler(req, ctx);
       if (res === null) return null;
+      if (outcome) {
+        const t = (res as { throttleMs?: unknown }).throttleMs;
+        if (typeof t === 'number' && t > 0) outcome.throttleMs = t;
+      }
       return encodeFrame(
         { flags: FLAG_RESPONSE, apiKey: frame.apiKey, apiVersion: frame.apiVersion, correlationId: frame.correlationId },
         encodeMessage(spec.responseType, res),

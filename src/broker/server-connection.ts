@@ -8,13 +8,19 @@
  * - `writeBufferBytesMax`: responses waiting for a client that does not read; reading pauses
  *   until the socket drains.
  *
+ * Throttling (Kafka's KIP-219): after writing a response that carries a throttle (a produce
+ * over its tenant's quota, a fetch on a throttled connection), the socket is not read for that
+ * long. Requests already read are still answered, in order; the client's next requests wait in
+ * its own buffers and the kernel's, so a client that ignores the throttle gains nothing. One timer
+ * per muted connection, moved out when a later response extends the mute.
+ *
  * A frame that cannot be parsed (bad CRC, bad magic, over the size limit) leaves the stream with
  * no way to find the next frame, so that connection alone is closed and the event logged.
  */
 import type { Socket } from 'node:net';
-import { toEdgeqError, type Logger } from '../core/index.ts';
+import { systemClock, toEdgeqError, type Clock, type Logger, type TimerHandle } from '../core/index.ts';
 import { FLAG_RESPONSE, FrameDecoder, encodeErrorResponse, writeCoalesced, type Frame } from '../protocol/index.ts';
-import type { RequestContext, RequestRouter } from './request-router.ts';
+import type { RequestContext, RequestRouter, RouteOutcome } from './request-router.ts';
 
 /** Per-connection bounds. */
 export interface ConnectionLimits {
@@ -32,10 +38,28 @@ export const CONNECTION_LIMITS_DEFAULT: ConnectionLimits = {
   frameBytesMax: 16 * 1024 * 1024,
 };
 
-interface Slot {
+interface Slot extends RouteOutcome {
   bytes: number;
   done: boolean;
   response: Buffer | null;
+}
+
+/** What one connection looks like from outside (backpressure and throttle visibility). */
+export interface ConnectionStats {
+  /** Bytes of requests read and not yet answered. */
+  bytes: number;
+  /** Requests read and not yet answered. */
+  requests: number;
+  /** True while the socket is not read because of a throttle (KIP-219). */
+  muted: boolean;
+  /**
+   * Bytes the broker took from the socket so far (handed to the frame decoder). While paused, Node
+   * may still pull bytes from the kernel into the socket's buffer, up to its high-water mark (then
+   * TCP flow control pushes back); those are not counted until the broker takes them.
+   */
+  bytesRead: number;
+  /** The client id the connection gave in ApiVersions ('' if none). */
+  clientId: string;
 }
 
 /** Serves one socket until it closes. */
@@ -51,6 +75,13 @@ export class ServerConnection {
   private inflightBytes = 0;
   private pausedForInflight = false;
   private pausedForWrite = false;
+  /** Not reading because of a throttle, until `mutedUntilMs` (monotonic). */
+  private pausedForThrottle = false;
+  private mutedUntilMs = 0;
+  private muteTimer: TimerHandle | null = null;
+  /** The latest throttle deadline known, answered or not yet written (what a fetch reports). */
+  private throttledUntilMs = 0;
+  private bytesRead = 0;
   private closedResolve!: () => void;
   readonly closed: Promise<void>;
   /** Called once when the socket closes: long polls add themselves and remove themselves when done. */
@@ -63,6 +94,7 @@ export class ServerConnection {
     private readonly router: RequestRouter,
     private readonly limits: ConnectionLimits,
     private readonly logger: Logger,
+    private readonly clock: Clock = systemClock,
   ) {
     this.decoder = new FrameDecoder({ frameBytesMax: limits.frameBytesMax });
     this.closed = new Promise<void>((r) => (this.closedResolve = r));
@@ -77,6 +109,8 @@ export class ServerConnection {
         this.closeListeners.add(listener);
         return () => this.closeListeners.delete(listener);
       },
+      throttleRemainingMs: () => Math.max(0, Math.ceil(Math.max(this.throttledUntilMs, this.mutedUntilMs) - this.clock.monotonicMs())),
+      mute: (ms) => this.muteFor(ms),
     };
     socket.setNoDelay(true);
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
@@ -89,6 +123,8 @@ export class ServerConnection {
     socket.on('error', (err) => this.logger.debug({ err, host: this.ctx.host }, 'connection error'));
     socket.on('close', () => {
       this.ended = true;
+      this.muteTimer?.cancel();
+      this.muteTimer = null;
       for (const l of [...this.closeListeners]) l();
       this.closeListeners.clear();
       this.closedResolve();
@@ -100,12 +136,18 @@ export class ServerConnection {
     return { bytes: this.inflightBytes, requests: this.slots.length };
   }
 
+  /** In-flight bounds, throttle state and bytes read. */
+  get stats(): ConnectionStats {
+    return { bytes: this.inflightBytes, requests: this.slots.length, muted: this.pausedForThrottle, bytesRead: this.bytesRead, clientId: this.ctx.clientId };
+  }
+
   /** Closes the connection at once. */
   destroy(): void {
     this.socket.destroy();
   }
 
   private onData(chunk: Buffer): void {
+    this.bytesRead += chunk.length;
     let frames: Frame[];
     try {
       frames = this.decoder.push(chunk);
@@ -144,10 +186,10 @@ export class ServerConnection {
       this.socket.destroy();
       return;
     }
-    const slot: Slot = { bytes: frame.sizeBytes, done: false, response: null };
+    const slot: Slot = { bytes: frame.sizeBytes, done: false, response: null, throttleMs: 0 };
     this.slots.push(slot);
     this.inflightBytes += frame.sizeBytes;
-    this.router.route(frame, this.ctx).then(
+    this.router.route(frame, this.ctx, slot).then(
       (response) => this.complete(slot, response),
       (err: unknown) => this.complete(slot, encodeErrorResponse(frame, err)),
     );
@@ -156,6 +198,7 @@ export class ServerConnection {
   private complete(slot: Slot, response: Buffer | null): void {
     slot.done = true;
     slot.response = response;
+    if (slot.throttleMs > 0) this.throttledUntilMs = Math.max(this.throttledUntilMs, this.clock.monotonicMs() + slot.throttleMs);
     // Answer in arrival order: a slow request holds back the ones after it.
     while (this.slots.length > 0 && this.slots[0]!.done) {
       const s = this.slots.shift()!;
@@ -166,12 +209,39 @@ export class ServerConnection {
           this.pausedForWrite = true;
           this.socket.pause();
         }
+        // KIP-219: the throttle runs from the moment its response is sent.
+        if (s.throttleMs > 0) this.muteFor(s.throttleMs);
       }
     }
     this.pump();
   }
 
+  /** Stops reading the socket for `ms` from now (a later deadline than the current one only). */
+  private muteFor(ms: number): void {
+    if (this.ended || !(ms > 0)) return;
+    const until = this.clock.monotonicMs() + ms;
+    if (until <= this.mutedUntilMs) return;
+    this.mutedUntilMs = until;
+    if (!this.pausedForThrottle) {
+      this.pausedForThrottle = true;
+      this.socket.pause();
+    }
+    if (!this.muteTimer) this.armMuteTimer(ms);
+  }
+
+  /** One timer per muted connection: when it fires early (the mute was extended), it is armed again for the rest. */
+  private armMuteTimer(ms: number): void {
+    this.muteTimer = this.clock.setTimeout(() => {
+      this.muteTimer = null;
+      if (this.ended) return;
+      const left = this.mutedUntilMs - this.clock.monotonicMs();
+      if (left > 0) return this.armMuteTimer(left);
+      this.pausedForThrottle = false;
+      this.maybeResume();
+    }, ms);
+  }
+
   private maybeResume(): void {
-    if (!this.pausedForInflight && !this.pausedForWrite && !this.ended) this.socket.resume();
+    if (!this.pausedForInflight && !this.pausedForWrite && !this.pausedForThrottle && !this.ended) this.socket.resume();
   }
 }

@@ -1,11 +1,13 @@
 /**
  * Cluster administration: topics (create, delete, list, describe with configs), consumer groups
- * (list, describe, committed offsets) and partition offsets. Per-item failures throw the first
- * error, with the topic or group in its details.
+ * (list, describe, committed offsets), partition offsets, and quotas (the QuotaAdmin of
+ * ratelimit/: the cell keeps them, any broker answers). Per-item failures throw the first
+ * error, with the topic, group or quota in its details.
  */
 import { EdgeqError, type ErrorCode } from '../core/index.ts';
 import { decodeAssignment, decodeSubscription } from '../group/index.ts';
-import { errorOf, type BrokerStatus as WireBrokerStatus, type GroupListing } from '../protocol/index.ts';
+import { parseQuota, type Quota, type QuotaAdmin } from '../../ratelimit/index.ts';
+import { errorOf, type AlterQuotaOp, type AlterQuotaResult, type BrokerStatus as WireBrokerStatus, type GroupListing } from '../protocol/index.ts';
 import { Cluster, type ClusterOptions } from './cluster.ts';
 import type { TopicPartition, TopicPartitionOffset } from './group-member.ts';
 import { withDeadline } from './hedged.ts';
@@ -102,7 +104,7 @@ function firstError(items: readonly { name: string; error?: { code: number; mess
 }
 
 /** The admin client; make one with `createAdmin` or `client.admin()`. */
-export class Admin {
+export class Admin implements QuotaAdmin {
   private readonly retryOptions: RetryOptions;
 
   constructor(
@@ -393,6 +395,50 @@ export class Admin {
         if (err) throw err;
       }
     }
+  }
+
+  /** Every quota the cell holds, sorted by (tenant, topic) (DescribeQuotas; any broker answers). */
+  async listQuotas(): Promise<Quota[]> {
+    const res = await retry(async () => {
+      const r = await this.cluster.requestAny('DescribeQuotas', {});
+      const err = errorOf(r.error);
+      if (err) throw err;
+      return r;
+    }, this.retryOptions);
+    // A broker's answer is input too: parsed as any quota (an invalid one fails loudly here).
+    return res.quotas.map((e) => parseQuota(e.tenant, e.topic, { recordsPerSec: e.recordsPerSec, bytesPerSec: e.bytesPerSec, burstRecords: e.burstRecords, burstBytes: e.burstBytes, scope: e.scope || 'local' }));
+  }
+
+  /**
+   * Sets or replaces the quota of (q.tenant, q.topic); resolved once the cell stored it. Bad
+   * values: INVALID_ARGUMENT naming the field (details.field), and nothing changed.
+   */
+  async putQuota(q: Quota): Promise<void> {
+    await this.alterQuotas([{ tenant: q.tenant, topic: q.topic, recordsPerSec: q.recordsPerSec, bytesPerSec: q.bytesPerSec, burstRecords: q.burstRecords, burstBytes: q.burstBytes, scope: q.scope }]);
+  }
+
+  /** Deletes the quota of (tenant, topic); false when there was none. */
+  async deleteQuota(tenant: string, topic: string): Promise<boolean> {
+    const [r] = await this.alterQuotas([{ tenant, topic, remove: true }]);
+    return r?.existed === true;
+  }
+
+  /**
+   * AlterQuotas: all the ops or none (the broker checks each as the HTTP API does). Retried on
+   * retriable errors (the arbiter out of reach: nothing was written); a put is idempotent, a
+   * remove retried after an unanswered attempt may report existed = false.
+   */
+  async alterQuotas(ops: readonly AlterQuotaOp[]): Promise<AlterQuotaResult[]> {
+    return retry(async () => {
+      const conn = await this.cluster.anyConnection();
+      const res = await conn.request('AlterQuotas', { ops: [...ops] });
+      // The op at fault first: the others of a refused request only say they were not applied.
+      const failed = res.results.filter((r) => r.error && r.error.code !== 0);
+      const cause = failed.find((r) => r.invalidField !== 'ops') ?? failed[0];
+      const err = cause && errorOf(cause.error, { tenant: cause.tenant, topic: cause.topic, ...(cause.invalidField ? { field: cause.invalidField } : {}) });
+      if (err) throw err;
+      return res.results;
+    }, this.retryOptions);
   }
 
   /** Closes the connections (when this admin owns them). */

@@ -20,6 +20,12 @@
  * them (UNKNOWN_TOPIC_ID, nothing written); once the metadata shows the new id, the partition's
  * sequences start over from 0 and what is queued is renumbered, after its in-flight batches have
  * been answered.
+ *
+ * Overload (overload.ts): a batch refused as over a quota (QUOTA_EXCEEDED, with the broker's
+ * throttle time), cut capacity or throttled is retried after the throttle, within the delivery
+ * timeout, and the connection holds every request to that broker meanwhile (KIP-219). Before a
+ * request goes out, the adaptive throttle (SRE book, K = 2) may refuse it here, THROTTLED, when
+ * the broker has been refusing most of what it was sent.
  */
 import { EdgeqError, silentLogger, systemClock, toEdgeqError, type Clock, type Logger, type TimerHandle } from '../core/index.ts';
 import { buildBatch, checkBatchSize, CompressionCodec, stampProducer, stampProducerInPlace, validateBatchHeader, type BatchHeader, type CompressionName, type RecordInput } from '../log/index.ts';
@@ -29,6 +35,7 @@ import { BufferBudget, type BufferFullPolicy } from './buffer-budget.ts';
 import { Cluster, isStaleMetadataError, type ClusterOptions } from './cluster.ts';
 import { DefaultPartitioner, type Partitioner } from './partitioner.ts';
 import { backoffDelayMs, retry } from './retry.ts';
+import { BrokerThrottles, isOverloadError, locallyThrottled, type AdaptiveThrottleOptions } from './overload.ts';
 
 export type { RecordMetadata } from './accumulator.ts';
 
@@ -72,6 +79,12 @@ export interface ProducerOptions {
   topicWaitMs?: number;
   partitioner?: Partitioner;
   random?: () => number;
+  /**
+   * Client-side adaptive throttling (Google SRE book, K = 2): per broker, refuse a request here
+   * with probability max(0, (requests − K·accepts) / (requests + 1)). On by default; `false`
+   * turns it off; off with acks 0 (no answers, so no accepts to count).
+   */
+  adaptiveThrottle?: boolean | AdaptiveThrottleOptions;
 }
 
 /** Defaults of `ProducerOptions`. */
@@ -145,6 +158,8 @@ export class Producer {
   private readonly topicWaitMs: number;
   private readonly random: () => number;
   private readonly partitioner: Partitioner;
+  /** Per-broker adaptive throttles; null when off. */
+  private readonly throttles: BrokerThrottles | null;
   private readonly accumulator: RecordAccumulator;
   private readonly budget: BufferBudget;
   private readonly partitions = new Map<string, PartitionState>();
@@ -192,6 +207,8 @@ export class Producer {
     this.topicWaitMs = options.topicWaitMs ?? PRODUCER_DEFAULTS.topicWaitMs;
     this.random = options.random ?? Math.random;
     this.partitioner = options.partitioner ?? new DefaultPartitioner({ random: this.random });
+    const adaptive = options.adaptiveThrottle ?? true;
+    this.throttles = adaptive === false || this.acks === 0 ? null : new BrokerThrottles(this.clock, (adaptive === true ? undefined : adaptive.random) ?? this.random, adaptive === true ? {} : adaptive);
     const batchBytesMax = options.batchBytesMax ?? PRODUCER_DEFAULTS.batchBytesMax;
     const bufferBytesMax = options.bufferBytesMax ?? PRODUCER_DEFAULTS.bufferBytesMax;
     if (bufferBytesMax < batchBytesMax) {
@@ -215,6 +232,11 @@ export class Producer {
   /** Bytes of records held in the buffer. */
   get bufferedBytes(): number {
     return this.budget.usedBytes;
+  }
+
+  /** Produce requests the adaptive throttle decided on, and those it refused here (zeros when off). */
+  get throttleStats(): { requests: number; rejectedLocally: number } {
+    return { requests: this.throttles?.requests ?? 0, rejectedLocally: this.throttles?.rejectedLocally ?? 0 };
   }
 
   /** Connects and, with idempotence, gets a producer id. `send` calls it when needed. */
@@ -648,6 +670,11 @@ export class Producer {
    */
   private async dispatch(leaderId: number, request: ProduceRequest, list: ProducerBatch[]): Promise<void> {
     const leftMs = () => Math.max(1, Math.min(...list.map((b) => b.createdMs + this.deliveryTimeoutMs - this.clock.monotonicMs())));
+    if (this.throttles && !this.throttles.admit(leaderId)) {
+      const err = locallyThrottled(leaderId);
+      for (const b of list) this.onBatchError(b, err);
+      return;
+    }
     let conn;
     try {
       conn = await this.cluster.connectionTo(leaderId, { timeoutMs: leftMs() });
@@ -664,22 +691,27 @@ export class Producer {
     }
     // Not awaited: requests to one broker are pipelined; the connection keeps their order.
     conn.request('Produce', request, { timeoutMs: Math.min(this.requestTimeoutMs + 5_000, leftMs()) }).then(
-      (res) => this.onResponse(list, res),
+      (res) => this.onResponse(leaderId, list, res),
       (err) => list.forEach((b) => this.onBatchError(b, toEdgeqError(err))),
     );
   }
 
-  private onResponse(batches: ProducerBatch[], res: ProduceResponse): void {
-    for (const b of batches) {
+  private onResponse(leaderId: number, batches: ProducerBatch[], res: ProduceResponse): void {
+    let overloaded = false;
+    const outcomes = batches.map((b) => {
       let r: ProduceResponse['topics'][number]['partitions'][number] | undefined;
       for (const t of res.topics) if (t.name === b.topic) r ??= t.partitions.find((p) => p.partition === b.partition);
-      if (!r) {
-        this.onBatchError(b, new EdgeqError('UNKNOWN', `Produce answer lacks ${b.topic}/${b.partition}`, { retriable: true }));
-        continue;
-      }
-      const err = errorOf(r.error, { topic: b.topic, partition: b.partition });
-      if (err) this.onBatchError(b, err);
-      else this.onBatchSuccess(b, r.baseOffset);
+      if (!r) return { b, err: new EdgeqError('UNKNOWN', `Produce answer lacks ${b.topic}/${b.partition}`, { retriable: true }), offset: -1 };
+      // The throttle is the request's (KIP-219): each refused batch waits it out.
+      const err = errorOf(r.error, { topic: b.topic, partition: b.partition, throttleMs: res.throttleMs ?? 0 });
+      if (err && isOverloadError(err)) overloaded = true;
+      return { b, err, offset: r.baseOffset };
+    });
+    // Counted before the batches move on, so their retries see the accept.
+    if (!overloaded) this.throttles?.accepted(leaderId);
+    for (const o of outcomes) {
+      if (o.err) this.onBatchError(o.b, o.err);
+      else this.onBatchSuccess(o.b, o.offset);
     }
   }
 
@@ -699,7 +731,8 @@ export class Producer {
   private onBatchError(b: ProducerBatch, err: EdgeqError): void {
     const s = this.removeInflight(b);
     if (isStaleMetadataError(err)) this.cluster.markStale(err);
-    const expired = this.clock.monotonicMs() - b.createdMs >= this.deliveryTimeoutMs || b.attempts > this.retriesMax;
+    const timedOut = this.clock.monotonicMs() - b.createdMs >= this.deliveryTimeoutMs;
+    const expired = timedOut || b.attempts > this.retriesMax;
     if (this.idempotent) {
       if (err.code === 'DUPLICATE_SEQUENCE') return this.onBatchSuccess(b, -1);
       if (err.code === 'OUT_OF_ORDER_SEQUENCE' && b.producerEpoch === this.producerEpoch) {
@@ -735,6 +768,16 @@ export class Producer {
       this.logger.debug({ topic: b.topic, partition: b.partition, records: b.count, parts: parts.length, mergeBytesMax: s.mergeBytesMax }, 'batch too large for the topic; sent again in parts');
       this.wake();
       return;
+    }
+    if (isOverloadError(err) && !timedOut && !this.closed) {
+      // Nothing was written (the broker refused the request whole, or it never left): the attempt
+      // does not count against retriesMax, and the retry waits out the broker's throttle.
+      b.attempts = Math.max(0, b.attempts - 1);
+      const throttleMs = typeof err.details['throttleMs'] === 'number' ? err.details['throttleMs'] : 0;
+      const backoff = backoffDelayMs(b.attempts, { retryBackoffMs: this.retryBackoffMs, retryBackoffMsMax: this.retryBackoffMsMax, random: this.random });
+      this.logger.debug({ topic: b.topic, partition: b.partition, err: err.code, throttleMs }, 'overloaded: retrying after the throttle');
+      // At least a millisecond: a retry refused here again must wait on a timer, never spin.
+      return this.requeue(s, b, Math.max(1, throttleMs, backoff));
     }
     if (err.retriable && !expired && !this.closed) {
       this.logger.debug({ topic: b.topic, partition: b.partition, err: err.code, attempt: b.attempts }, 'retrying batch');

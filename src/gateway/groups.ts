@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import type { Consumer, ConsumerRecord, EdgeqClient, TopicPartitionOffset } from '../client/index.ts';
 import { EdgeqError, isEdgeqError, type ErrorCode } from '../core/index.ts';
 import { COORDINATOR_DEFAULTS } from '../group/index.ts';
+import { GATEWAY_CLIENT_ID } from '../protocol/index.ts';
 import type { GatewayLimits } from './limits.ts';
 
 /** Most topics one member may subscribe to (bounds the body and the group's metadata). */
@@ -89,7 +90,8 @@ export class GroupMembers {
       autoCommit: false,
       maxWaitMs: Math.min(this.limits.waitMsMax, 500),
       pollRecordsMax: this.limits.recordsMax,
-      clientId: 'edgeq-gateway',
+      // The cell's own id: the broker does not limit it (the gateway limits per tenant itself).
+      clientId: GATEWAY_CLIENT_ID,
     });
     consumer.subscribe(req.topics);
     const id = randomUUID();

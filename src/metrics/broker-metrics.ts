@@ -8,7 +8,9 @@
  *
  * Label cardinality is bounded: `topic` × `partition` by the broker's topic limits (partitionsMax,
  * 10 000 by default); `acks` has 3 values, `replica` 2, `quantile` 4. No label takes a client id,
- * a key or any other request-supplied string except a topic name the broker already holds.
+ * a key or any other request-supplied string except a topic name the broker already holds, and
+ * the `tenant` of the quota counters: a tenant is a client id, so the first TENANT_LABELS_MAX
+ * tenants throttled get their own series and the rest share `tenant="other"`.
  */
 import type { IntervalHistogram } from 'node:perf_hooks';
 import { registerEventLoopDelay } from './event-loop.ts';
@@ -44,6 +46,11 @@ export interface BrokerMetricsOptions {
 
 const SECONDS_PER_MS = 1 / 1000;
 
+/** Tenants with a series of their own in the quota counters (see the file comment). */
+export const TENANT_LABELS_MAX = 100;
+/** The tenant label of every tenant past TENANT_LABELS_MAX. */
+export const TENANT_LABEL_OTHER = 'other';
+
 /**
  * Latency buckets, in seconds: 0.1 ms (a page-cache append) up to 10 s (an acks=all produce near
  * its timeout). 14 buckets per series keeps each histogram ~16 samples.
@@ -68,6 +75,9 @@ export class BrokerMetrics {
   private readonly logReadBytes: Counter<'source'>;
   private readonly logCorruptSegments: Counter;
   private readonly eventLoop: IntervalHistogram;
+  private readonly throttledRequests: Counter<'tenant'>;
+  private readonly throttleSeconds: Counter<'tenant'>;
+  private readonly tenantLabels = new Set<string>();
   private partitions: PartitionsSource | null = null;
 
   constructor(options: BrokerMetricsOptions = {}) {
@@ -107,6 +117,19 @@ export class BrokerMetrics {
     this.logCorruptSegments = new Counter({
       name: 'edgeq_log_corrupt_segments_total',
       help: 'Files recovery moved aside (*.corrupt) when opening local logs: segments it could not keep and cut-off corrupt tails. Any increase needs an operator.',
+      registers,
+    });
+
+    this.throttledRequests = new Counter({
+      name: 'edgeq_quota_throttled_requests_total',
+      help: 'Binary-protocol produce requests refused over a tenant quota (QUOTA_EXCEEDED, connection muted), by tenant (the client id).',
+      labelNames: ['tenant'],
+      registers,
+    });
+    this.throttleSeconds = new Counter({
+      name: 'edgeq_quota_throttle_seconds_total',
+      help: 'Throttle time handed to binary-protocol clients over their quota (the connection is not read for that long), by tenant.',
+      labelNames: ['tenant'],
       registers,
     });
 
@@ -166,6 +189,16 @@ export class BrokerMetrics {
     this.fetchResponses.inc(labels);
     if (records > 0) this.fetchRecords.inc(labels, records);
     if (bytes > 0) this.fetchBytes.inc(labels, bytes);
+  }
+
+  /** A request of `tenant` was refused over its quota and its connection muted for `throttleMs`. */
+  recordThrottle(tenant: string, throttleMs: number): void {
+    if (!this.tenantLabels.has(tenant)) {
+      if (this.tenantLabels.size >= TENANT_LABELS_MAX) tenant = TENANT_LABEL_OTHER;
+      else this.tenantLabels.add(tenant);
+    }
+    this.throttledRequests.inc({ tenant });
+    if (throttleMs > 0) this.throttleSeconds.inc({ tenant }, throttleMs * SECONDS_PER_MS);
   }
 
   /** The log observer every partition log reports to (fsyncs, appends, reads, corrupt segments). */

@@ -5,6 +5,7 @@
  */
 export {
   BrokerMetrics,
+  TENANT_LABELS_MAX,
   type AcksLabel,
   type BrokerMetricsOptions,
   type PartitionGaugeSource,

@@ -26,6 +26,8 @@ export const ApiKey = {
   DescribeGroups: 17,
   OffsetForLeaderEpoch: 18,
   CellStatus: 19,
+  DescribeQuotas: 20,
+  AlterQuotas: 21,
 } as const;
 
 export type ApiName = keyof typeof ApiKey;
@@ -53,6 +55,8 @@ export interface ApiTypes {
   DescribeGroups: [M.DescribeGroupsRequest, M.DescribeGroupsResponse];
   OffsetForLeaderEpoch: [M.OffsetForLeaderEpochRequest, M.OffsetForLeaderEpochResponse];
   CellStatus: [M.CellStatusRequest, M.CellStatusResponse];
+  DescribeQuotas: [M.DescribeQuotasRequest, M.DescribeQuotasResponse];
+  AlterQuotas: [M.AlterQuotasRequest, M.AlterQuotasResponse];
 }
 
 export type RequestOf<N extends ApiName> = ApiTypes[N][0];
@@ -93,6 +97,8 @@ const VERSIONS: Record<ApiName, [number, number]> = {
   DescribeGroups: [1, 1],
   OffsetForLeaderEpoch: [1, 1],
   CellStatus: [1, 1],
+  DescribeQuotas: [1, 1],
+  AlterQuotas: [1, 1],
 };
 
 export const API_SPECS: readonly ApiSpec[] = (Object.keys(ApiKey) as ApiName[]).map((name) => ({

@@ -8,6 +8,12 @@
  *
  * The byte stream comes from `socketFactory` (TCP by default), so tests can hand it a fake.
  *
+ * Throttling (Kafka's KIP-219, the client's side): a response carrying `throttleMs` > 0 (a
+ * Produce over the client's quota, a Fetch on a throttled connection) means the broker will not
+ * read this connection for that long. Further requests are held here until then instead of
+ * being written into a socket nobody reads: one timer per connection, and a request whose
+ * timeout ends inside the throttle fails at once with THROTTLED (retriable) instead of waiting.
+ *
  * Failure model: a request that gets no answer within its timeout fails with REQUEST_TIMED_OUT
  * (its late answer is dropped by correlation id); when the socket closes or a frame is corrupt,
  * every pending and waiting request fails with CONNECTION_CLOSED (retriable) and the connection
@@ -118,6 +124,10 @@ export class Connection {
   private nextCorrelationId = 1;
   private versions = new Map<number, number>();
   private closedWith: EdgeqError | null = null;
+  /** Until when (monotonic ms) the broker throttles this connection: requests are held until then. */
+  private throttledUntilMs = 0;
+  /** The one timer of a throttle (shared by every held request), and how to end it early on close. */
+  private throttleGate: { promise: Promise<void>; release: () => void; timer: TimerHandle } | null = null;
 
   private constructor(socket: Transport, address: BrokerAddress, options: ConnectionOptions) {
     this.socket = socket;
@@ -204,6 +214,11 @@ export class Connection {
     return this.inflight;
   }
 
+  /** Milliseconds the broker still throttles this connection (0: none): requests are held that long. */
+  get throttledForMs(): number {
+    return Math.max(0, this.throttledUntilMs - this.clock.monotonicMs());
+  }
+
   /** Calls `fn` once when the connection dies, with the reason. */
   onClose(fn: (err: EdgeqError) => void): void {
     if (this.closedWith) fn(this.closedWith);
@@ -232,6 +247,7 @@ export class Connection {
    */
   async requestNoResponse<N extends ApiName>(name: N, body: RequestOf<N>): Promise<void> {
     const version = this.versionOf(name);
+    await this.holdWhileThrottled(name, this.clock.monotonicMs() + this.requestTimeoutMs);
     await this.acquireSlot(this.requestTimeoutMs);
     try {
       if (this.closedWith) throw this.closedWith;
@@ -251,8 +267,9 @@ export class Connection {
   ): Promise<ResponseOf<N>> {
     const timeoutMs = options.timeoutMs ?? this.requestTimeoutMs;
     const started = this.clock.monotonicMs();
-    await this.acquireSlot(timeoutMs);
-    // The timeout covers the wait for a slot too: a caller is promised an answer within timeoutMs.
+    await this.holdWhileThrottled(name, started + timeoutMs);
+    await this.acquireSlot(Math.max(1, timeoutMs - (this.clock.monotonicMs() - started)));
+    // The timeout covers the waits for the throttle and a slot too: a caller is promised an answer within timeoutMs.
     const remainingMs = Math.max(1, timeoutMs - (this.clock.monotonicMs() - started));
     let frame: Frame;
     try {
@@ -274,7 +291,47 @@ export class Connection {
     } finally {
       this.releaseSlot();
     }
-    return decodeResponse(name, frame);
+    const res = decodeResponse(name, frame);
+    const throttleMs = (res as { throttleMs?: unknown }).throttleMs;
+    if (typeof throttleMs === 'number' && throttleMs > 0) this.throttled(throttleMs);
+    return res;
+  }
+
+  /** The broker said it throttles this connection for `ms` from now. */
+  private throttled(ms: number): void {
+    const until = this.clock.monotonicMs() + ms;
+    if (until <= this.throttledUntilMs) return;
+    this.throttledUntilMs = until;
+    this.logger.debug({ throttleMs: ms }, 'broker throttles this connection; holding requests');
+  }
+
+  /**
+   * Waits until the broker's throttle is over (KIP-219: it would not read the request anyway).
+   * THROTTLED (retriable) at once when the throttle outlasts `deadlineMs`, the caller's timeout.
+   */
+  private async holdWhileThrottled(name: ApiName, deadlineMs: number): Promise<void> {
+    for (;;) {
+      if (this.closedWith) throw this.closedWith;
+      const now = this.clock.monotonicMs();
+      const waitMs = this.throttledUntilMs - now;
+      if (waitMs <= 0) return;
+      if (this.throttledUntilMs >= deadlineMs) {
+        throw new EdgeqError('THROTTLED', `${name} to ${this.label}: the broker throttles this connection for ${Math.ceil(waitMs)} ms more, past the request's timeout`, {
+          details: { api: name, broker: this.label, throttleMs: Math.ceil(waitMs) },
+        });
+      }
+      // One timer for every held request; a throttle extended meanwhile takes another turn.
+      if (!this.throttleGate) {
+        let release!: () => void;
+        const promise = new Promise<void>((r) => (release = r));
+        const timer = this.clock.setTimeout(() => {
+          this.throttleGate = null;
+          release();
+        }, waitMs);
+        this.throttleGate = { promise, release, timer };
+      }
+      await this.throttleGate.promise;
+    }
   }
 
   private takeCorrelationId(): number {
@@ -348,6 +405,12 @@ export class Connection {
     if (this.closedWith) return;
     this.closedWith = err;
     this.socket.destroy();
+    // Held requests fail now (they find closedWith), not when the throttle would have ended.
+    if (this.throttleGate) {
+      this.throttleGate.timer.cancel();
+      this.throttleGate.release();
+      this.throttleGate = null;
+    }
     for (const p of this.pending.values()) {
       p.timer.cancel();
       p.reject(err);

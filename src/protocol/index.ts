@@ -10,6 +10,7 @@ export * from './codec.ts';
 export * from './messages.ts';
 export { messageType, protoRoot, PROTO_PATH } from './schema.ts';
 export { writeCoalesced } from './coalesced-write.ts';
+export { GATEWAY_CLIENT_ID, INTERNAL_CLIENT_ID_PREFIX, internalClientId, isInternalClientId } from './client-id.ts';
 export {
   Connection,
   CONNECTION_DEFAULTS,

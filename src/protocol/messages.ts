@@ -456,3 +456,45 @@ export interface CellStatusResponse {
   replicas: ReplicaStatus[];
   leaseValid: boolean;
 }
+
+/** A quota as DescribeQuotas lists it (values are integers carried as doubles, see edgeq.proto). */
+export interface QuotaEntry {
+  tenant: string;
+  topic: string;
+  recordsPerSec: number;
+  bytesPerSec: number;
+  burstRecords: number;
+  burstBytes: number;
+  scope: string;
+}
+export type DescribeQuotasRequest = Record<string, never>;
+export interface DescribeQuotasResponse {
+  quotas: QuotaEntry[];
+  error?: WireError | null;
+}
+/** One change of AlterQuotas: a put (values given) or a remove. Absent values are null once decoded. */
+export interface AlterQuotaOp {
+  tenant: string;
+  topic: string;
+  remove?: boolean;
+  recordsPerSec?: number | null;
+  bytesPerSec?: number | null;
+  burstRecords?: number | null;
+  burstBytes?: number | null;
+  scope?: string | null;
+}
+export interface AlterQuotasRequest {
+  ops: AlterQuotaOp[];
+}
+export interface AlterQuotaResult {
+  tenant: string;
+  topic: string;
+  error?: WireError | null;
+  /** Whether (tenant, topic) had a quota before. */
+  existed?: boolean;
+  /** With INVALID_ARGUMENT: the field refused. */
+  invalidField?: string;
+}
+export interface AlterQuotasResponse {
+  results: AlterQuotaResult[];
+}

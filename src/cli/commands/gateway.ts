@@ -9,6 +9,7 @@ import type { Command } from 'commander';
 import { createClient } from '../../client/index.ts';
 import { EdgeqError } from '../../core/errors.ts';
 import { createLogger } from '../../core/logger.ts';
+import { GATEWAY_CLIENT_ID } from '../../protocol/index.ts';
 import { Authenticator, createGatewayApp, resolveLimits, type GatewayMesh } from '../../gateway/index.ts';
 import { addressMapFrom, meshKeysFrom, startGatewayMesh, type GatewayMeshHandle } from '../gateway-mesh.ts';
 import { exchangeLimits, type ExchangeLimits } from '../../../gossip/exchange/index.ts';
@@ -97,7 +98,8 @@ export function registerGatewayCommand(program: Command): void {
       // Checked before anything is opened: a bad bound is a start-up error, not a half-started gateway.
       resolveLimits(limits);
       const auth = flags.keys ? await Authenticator.fromFile(flags.keys) : null;
-      const client = createClient({ brokers, clientId: 'edgeq-gateway', logger });
+      // The cell's own client id: the broker does not limit it (the gateway limits per tenant itself).
+      const client = createClient({ brokers, clientId: GATEWAY_CLIENT_ID, logger });
       const meshFlags = meshSettings(flags, host, brokers);
       // The mesh starts once the app (and its metrics) exists; until then the routes see none.
       let meshHandle: GatewayMeshHandle | null = null;
