@@ -13,9 +13,9 @@
  * - **Admission.** Per topic of a produce request, its records and bytes are taken from the
  *   bucket of the quota that applies. One topic without room refuses the request whole (what
  *   the other topics took is given back): the answer is QUOTA_EXCEEDED on every partition with
- *   the throttle time, and nothing is written. A topic needing more than its quota's burst could
- *   never be admitted, however long it waited: refused with MESSAGE_TOO_LARGE (the producer
- *   splits such a batch, as for a topic's max.message.bytes).
+ *   the throttle time, and nothing is written. A topic needing more than its quota's burst passes
+ *   on a full bucket and leaves it in debt (PIP-322, ratelimit/token-bucket.ts), so it is not
+ *   refused for ever and the rate still holds.
  */
 import { EdgeqError, silentLogger, systemClock, type Clock, type Logger } from '../core/index.ts';
 import { splitBatches, OFFSET_RECORD_COUNT, BATCH_HEADER_BYTES_MIN } from '../log/index.ts';
@@ -133,7 +133,6 @@ export class ClientQuotas {
     if (tenant === null) return { ok: true };
     const taken: { topic: string; records: number; bytes: number }[] = [];
     let throttleMs = 0;
-    let tooLarge: EdgeqError | null = null;
     for (const t of req.topics) {
       const q = resolveQuota(this.quotas, tenant, t.name);
       if (!q) continue;
@@ -143,27 +142,15 @@ export class ClientQuotas {
         bytes += p.records.byteLength;
         records += recordCount(p.records);
       }
-      if (records > q.burstRecords || bytes > q.burstBytes) {
-        const [what, n, burst] = records > q.burstRecords ? ['records', records, q.burstRecords] : ['bytes', bytes, q.burstBytes];
-        tooLarge ??= new EdgeqError(
-          'MESSAGE_TOO_LARGE',
-          `${t.name}: this request's ${n} ${what} are more than the burst of the quota of (${q.tenant}, ${q.topic}) (${burst}): it could never be admitted; send smaller batches or raise the quota's burst`,
-          { details: { topic: t.name, tenant, [what]: n, burst } },
-        );
-        continue;
-      }
       const a = this.book.admit(tenant, t.name, records, bytes);
       if (a.ok) taken.push({ topic: t.name, records, bytes });
       else throttleMs = Math.max(throttleMs, a.throttleMs);
     }
-    if (throttleMs === 0 && tooLarge === null) return { ok: true };
+    if (throttleMs === 0) return { ok: true };
     // Refused whole: what the other topics took is given back (a refused request takes nothing).
     for (const x of taken) this.book.release(tenant, x.topic, x.records, x.bytes);
-    const error =
-      throttleMs > 0
-        ? wireError(new EdgeqError('QUOTA_EXCEEDED', `tenant ${tenant} (the client id) is over its quota: retry after ${throttleMs} ms`, { details: { tenant, throttleMs } }))
-        : wireError(tooLarge);
-    if (throttleMs > 0) this.metrics?.recordThrottle(tenant, throttleMs);
+    const error = wireError(new EdgeqError('QUOTA_EXCEEDED', `tenant ${tenant} (the client id) is over its quota: retry after ${throttleMs} ms`, { details: { tenant, throttleMs } }));
+    this.metrics?.recordThrottle(tenant, throttleMs);
     return {
       ok: false,
       tenant,

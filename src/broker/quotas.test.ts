@@ -243,18 +243,18 @@ describe('enforcement by client id (KIP-219)', () => {
     for (let i = 0; i < 5; i++) expect(errorOf((await produce(internal, 't', 10)).p.error)).toBeNull();
   });
 
-  it('refuses a request larger than the quota\'s burst as MESSAGE_TOO_LARGE (it could never be admitted), with no throttle', async () => {
+  it('a request larger than the quota\'s burst passes on a full bucket and leaves it in debt: the next is throttled', async () => {
     const b = await start();
     const admin = await connect(b, 'admin');
     await admin.call('CreateTopics', { topics: [{ name: 't', partitions: 1, replicationFactor: 1 }] });
     await admin.call('AlterQuotas', { ops: [put('acme', 't', { burstRecords: 10 })] });
     const c = await connect(b, 'acme');
-    const r = await produce(c, 't', 11);
-    expect(errorOf(r.p.error)?.code).toBe('MESSAGE_TOO_LARGE');
-    expect(r.p.error!.message).toContain('burst');
-    expect(r.res.throttleMs ?? 0).toBe(0);
-    expect(await highWatermark(admin, 't')).toBe(0);
-    // Not muted: the next request is answered at once.
-    expect(errorOf((await produce(c, 't', 10)).p.error)).toBeNull();
+    const r = await produce(c, 't', 30);
+    expect(errorOf(r.p.error)).toBeNull();
+    expect(await highWatermark(admin, 't')).toBe(30);
+    const next = await produce(c, 't', 1);
+    expect(errorOf(next.p.error)?.code).toBe('QUOTA_EXCEEDED');
+    expect(next.res.throttleMs).toBeGreaterThan(0);
+    expect(await highWatermark(admin, 't')).toBe(30);
   });
 });
