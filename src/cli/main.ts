@@ -13,6 +13,7 @@ import { registerProduceCommand } from './commands/produce.ts';
 import { registerConsumeCommand } from './commands/consume.ts';
 import { registerGatewayCommand } from './commands/gateway.ts';
 import { registerForecastCommands } from './commands/forecast.ts';
+import { registerQuotasCommands } from './commands/quotas.ts';
 
 /** Builds the program with every subcommand. */
 export function buildProgram(): Command {
@@ -30,6 +31,7 @@ export function buildProgram(): Command {
   registerArbiterCommand(program);
   registerGatewayCommand(program);
   registerForecastCommands(program);
+  registerQuotasCommands(program);
   return program;
 }
 

@@ -14,6 +14,8 @@ import { Authenticator, createGatewayApp, resolveLimits, type GatewayMesh } from
 import { addressMapFrom, meshKeysFrom, startGatewayMesh, type GatewayMeshHandle } from '../gateway-mesh.ts';
 import { exchangeLimits, type ExchangeLimits } from '../../../gossip/exchange/index.ts';
 import { addBrokersOption, brokersOf } from './topics.ts';
+import { QuotaEnforcer } from '../../../ratelimit/index.ts';
+import { MeshKeys } from '../../../gossip/region/index.ts';
 
 interface GatewayFlags {
   host?: string;
@@ -114,7 +116,10 @@ export function registerGatewayCommand(program: Command): void {
       };
       // Records of global topics written here are shown with this region as their origin.
       const region = meshFlags?.region ?? flags.region ?? process.env.EDGEQ_REGION ?? 'local';
-      const app = createGatewayApp({ client, auth, limits, mesh, region });
+      // Quotas are read from the cell every second; global ones follow the mesh once it runs.
+      const quotas = new QuotaEnforcer({ admin: client.admin(), logger });
+      await quotas.start();
+      const app = createGatewayApp({ client, auth, limits, mesh, region, quotas });
       const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
         const s = serve({ fetch: app.fetch, hostname: host, port }, (info) => {
           resolve(s);
@@ -132,8 +137,11 @@ export function registerGatewayCommand(program: Command): void {
             ingressTotals: () => app.metrics.ingressTotals(),
             logger,
           });
+          const agent = meshHandle.agent;
+          quotas.attachMesh(agent, () => agent.state().filter((e) => !e.deleted && MeshKeys.isRegion(e.key)).length);
         } catch (err) {
           // A mesh that cannot start (its port taken, a bad option) stops the gateway: no half-started process.
+          quotas.close();
           await new Promise<void>((resolve) => server.close(() => resolve()));
           await app.close().catch(() => undefined);
           await client.close().catch(() => undefined);
@@ -149,6 +157,7 @@ export function registerGatewayCommand(program: Command): void {
         const stop = (signal: string) => {
           logger.info({ signal }, 'stopping');
           // Open SSE streams would hold the server's close forever: end them as it stops accepting.
+          quotas.close();
           server.close(() => {
             void (meshHandle?.close() ?? Promise.resolve())
               .then(() => app.close())
