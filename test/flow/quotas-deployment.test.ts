@@ -4,6 +4,9 @@
 // 0.1)) and each gets a share that follows its demand; a region cut off from the other keeps its
 // last share (it does not grab the quota); and quotas survive a restart of the whole deployment
 // (stored in each region's cell), enforced again after it.
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../src/testing/index.ts';
 import { globalShareBound } from '../../ratelimit/index.ts';
@@ -72,6 +75,18 @@ async function load(region: string, ms: number, workers = WORKERS): Promise<{ ad
   return out;
 }
 
+const BIN = fileURLToPath(new URL('../../bin/edgeq.js', import.meta.url));
+/** Runs the CLI; its exit code and output. */
+async function cli(args: string[]): Promise<{ code: number; out: string }> {
+  try {
+    const r = await promisify(execFile)(process.execPath, [BIN, ...args], { timeout: 60_000 });
+    return { code: 0, out: r.stdout + r.stderr };
+  } catch (err) {
+    const e = err as { code?: number; stdout?: string; stderr?: string };
+    return { code: typeof e.code === 'number' ? e.code : -1, out: `${e.stdout ?? ''}${e.stderr ?? ''}` };
+  }
+}
+
 async function regionShare(region: string): Promise<number> {
   const r = await geo.call(region, 'GET', `/v1/quotas/anonymous/${TOPIC}`);
   expect(r.status).toBe(200);
@@ -117,8 +132,34 @@ describe('quotas on a 2-region deployment', () => {
     }
   }, 180_000);
 
+  it('edgeq quotas sets, lists and deletes quotas in the cell (global ones through a gateway); bad values name the flag and change nothing', async () => {
+    const brokers = ['--brokers', geo.ready.regions.find((r) => r.region === A)!.brokers];
+    const set = await cli([...brokers, 'quotas', 'set', 'keeper', '*', '--records-per-sec', '7', '--bytes-per-sec', '7000']);
+    expect(set.code, set.out).toBe(0);
+    await waitFor('the CLI quota at the gateway', 10_000, async () => ((await geo.call(A, 'GET', '/v1/quotas/keeper/*')).status === 200 ? true : undefined), 200);
+    const before = await cli([...brokers, 'quotas', 'list']);
+    expect(before.code).toBe(0);
+    for (const bad of [['--records-per-sec', '-1'], ['--records-per-sec', '1.5'], ['--records-per-sec', 'many'], ['--bytes-per-sec', '1e13']]) {
+      const r = await cli([...brokers, 'quotas', 'set', 'keeper', '*', '--records-per-sec', '9', '--bytes-per-sec', '9', ...bad]);
+      expect(r.code, r.out).not.toBe(0);
+      expect(r.out).toContain('INVALID_ARGUMENT');
+      expect(r.out).toContain(bad[0]);
+    }
+    const badName = await cli([...brokers, 'quotas', 'set', 'no spaces', '*', '--records-per-sec', '9', '--bytes-per-sec', '9']);
+    expect(badName.out).toContain('tenant');
+    expect((await cli([...brokers, 'quotas', 'list'])).out).toBe(before.out);
+    // A global one goes through a gateway: the other region gets it; deleting it deletes it there too.
+    const g = await cli([...brokers, 'quotas', 'set', 'glob', '*', '--records-per-sec', '50', '--bytes-per-sec', '5000', '--scope', 'global', '--gateway', geo.gateway(A)]);
+    expect(g.code, g.out).toBe(0);
+    await waitFor(`the global quota in ${B}`, 30_000, async () => ((await geo.call(B, 'GET', '/v1/quotas/glob/*')).status === 200 ? true : undefined), 200);
+    const del = await cli([...brokers, 'quotas', 'delete', 'glob', '*', '--gateway', geo.gateway(A)]);
+    expect(del.code, del.out).toBe(0);
+    await waitFor(`the global quota gone from ${B}`, 30_000, async () => ((await geo.call(B, 'GET', '/v1/quotas/glob/*')).status === 404 ? true : undefined), 200);
+    expect((await cli([...brokers, 'quotas', 'delete', 'glob', '*'])).code).not.toBe(0);
+    expect((await cli([...brokers, 'quotas', 'delete', 'glob', '*', '--if-exists'])).code).toBe(0);
+  }, 120_000);
+
   it('quotas survive a restart of the deployment, and are enforced after it', async () => {
-    expect((await geo.call(A, 'PUT', '/v1/quotas/keeper/*', { recordsPerSec: 7, bytesPerSec: 7000 })).status).toBe(201);
     const before = { a: (await geo.call(A, 'GET', '/v1/quotas')).json.quotas, b: (await geo.call(B, 'GET', '/v1/quotas')).json.quotas };
     expect(before.a.map((q: { tenant: string; topic: string }) => `${q.tenant}/${q.topic}`).sort()).toEqual(['anonymous/q-orders', 'keeper/*']);
     dev.child.kill('SIGTERM');
