@@ -66,6 +66,9 @@ const QUOTA_APPLY_MS = 2_000;
 /** Search: a step holds when p99 <= 3x the unloaded p99 and this share of its requests was admitted. */
 const SEARCH_P99_X = 3;
 const SEARCH_ADMITTED_SHARE_MIN = 0.999;
+/** Confirmation of the search's answer over a case's length: lowered by this factor when it fails, at most this often. */
+const SEARCH_CONFIRM_BACKOFF = 0.8;
+const SEARCH_CONFIRM_ATTEMPTS_MAX = 2;
 /** EDGEQ_LIMITER_TARGET_P99_MS for seeds and edgeq: 2x the unloaded p99 (the issue's p99 target). */
 const TARGET_P99_X = 2;
 /** Fairness: tenant a offers this many of its shares, b and c this share of theirs. */
@@ -181,21 +184,29 @@ async function baseline(d: Deployment): Promise<{ unloadedP99Ms: number; maxPerS
     return { unloadedP99Ms, maxPerSec: plan.maxSustainablePerSec, steps: [], unloaded };
   }
   const thresholdMs = SEARCH_P99_X * unloadedP99Ms;
-  const { maxPerSec, steps } = await searchMaxRate(
-    async (rate) => {
-      const s = await measure(d, null, rate, plan.searchStepSec);
-      const p99Ms = percentileMs(s.latency, 99);
-      const admittedShare = s.due === 0 ? 0 : s.ok / s.due;
-      destroyStats([s]);
-      await sleep(plan.settleMs);
-      const pass = stepHolds(p99Ms, admittedShare, thresholdMs, SEARCH_ADMITTED_SHARE_MIN);
-      progress(`search ${rate}/s: p99 ${p99Ms} ms (limit ${thresholdMs}), admitted ${(admittedShare * 100).toFixed(2)}%: ${pass ? 'holds' : 'does not hold'}`);
-      return { ratePerSec: rate, p99Ms, admittedShare: Math.round(admittedShare * 10_000) / 10_000, pass };
-    },
-    { startPerSec: plan.searchStartPerSec, doublingsMax: plan.searchDoublingsMax, bisectSteps: plan.searchBisectSteps, granularityPerSec: 50 },
-  );
+  const step = (seconds: number) => async (rate: number): Promise<SearchStep> => {
+    const s = await measure(d, null, rate, seconds);
+    const p99Ms = percentileMs(s.latency, 99);
+    const admittedShare = s.due === 0 ? 0 : s.ok / s.due;
+    destroyStats([s]);
+    await sleep(plan.settleMs);
+    const pass = stepHolds(p99Ms, admittedShare, thresholdMs, SEARCH_ADMITTED_SHARE_MIN);
+    progress(`search ${rate}/s for ${seconds} s: p99 ${p99Ms} ms (limit ${thresholdMs}), admitted ${(admittedShare * 100).toFixed(2)}%: ${pass ? 'holds' : 'does not hold'}`);
+    return { ratePerSec: rate, p99Ms, admittedShare: Math.round(admittedShare * 10_000) / 10_000, pass };
+  };
+  const { maxPerSec, steps, confirmed } = await searchMaxRate(step(plan.searchStepSec), {
+    startPerSec: plan.searchStartPerSec,
+    doublingsMax: plan.searchDoublingsMax,
+    bisectSteps: plan.searchBisectSteps,
+    granularityPerSec: 50,
+    // Confirmed over a case's length: the 1x case runs exactly that long at this rate.
+    confirm: step(plan.caseSec),
+    confirmAttemptsMax: SEARCH_CONFIRM_ATTEMPTS_MAX,
+    confirmBackoff: SEARCH_CONFIRM_BACKOFF,
+  });
   if (maxPerSec === 0) throw new Error(`no rate held in the search (p99 limit ${thresholdMs} ms): ${JSON.stringify(steps)}`);
-  progress(`maximum sustainable rate: ${maxPerSec}/s`);
+  if (!confirmed) note(`the maximum sustainable rate ${maxPerSec}/s is not confirmed: it was lowered ${SEARCH_CONFIRM_ATTEMPTS_MAX} times after failing a ${plan.caseSec} s run`);
+  progress(`maximum sustainable rate: ${maxPerSec}/s${confirmed ? ` (held for ${plan.caseSec} s)` : ''}`);
   return { unloadedP99Ms, maxPerSec, steps, unloaded };
 }
 

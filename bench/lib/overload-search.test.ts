@@ -45,6 +45,32 @@ describe('searchMaxRate', () => {
   });
 });
 
+describe('searchMaxRate confirmation', () => {
+  it('keeps a rate that holds for the longer run too', async () => {
+    const p = plant(2600);
+    const r = await searchMaxRate(p.measure, { startPerSec: 500, doublingsMax: 7, bisectSteps: 3, granularityPerSec: 50, confirm: p.measure });
+    expect(r).toMatchObject({ maxPerSec: 2500, confirmed: true });
+    expect(r.steps.at(-1)).toMatchObject({ phase: 'confirm', ratePerSec: 2500, pass: true });
+  });
+
+  it('lowers a rate that holds for a short step but not the long one, then confirms the lower one', async () => {
+    // Short steps hold up to 2600/s; the long run holds only up to 2100/s (2500 x 0.8 = 2000 holds).
+    const short = plant(2600);
+    const long = plant(2100);
+    const r = await searchMaxRate(short.measure, { startPerSec: 500, doublingsMax: 7, bisectSteps: 3, granularityPerSec: 50, confirm: long.measure, confirmAttemptsMax: 2, confirmBackoff: 0.8 });
+    expect(long.tried).toEqual([2500, 2000]);
+    expect(r).toMatchObject({ maxPerSec: 2000, confirmed: true });
+  });
+
+  it('stops after its confirmation bound and says the answer is not confirmed', async () => {
+    const short = plant(2600);
+    const long = plant(1000);
+    const r = await searchMaxRate(short.measure, { startPerSec: 500, doublingsMax: 7, bisectSteps: 3, granularityPerSec: 50, confirm: long.measure, confirmAttemptsMax: 2, confirmBackoff: 0.8 });
+    expect(long.tried).toEqual([2500, 2000]);
+    expect(r).toMatchObject({ maxPerSec: 1600, confirmed: false });
+  });
+});
+
 describe('stepHolds', () => {
   it('needs the p99 under the limit and nearly every request admitted', () => {
     expect(stepHolds(10, 1, 15, 0.999)).toBe(true);
