@@ -11,7 +11,7 @@
  *    admitted (doubling from 500/s, then bisection; one run per step).
  * 2. For each controller (none, seeds, edgeq; a fresh deployment each, EDGEQ_LIMITER_TARGET_P99_MS
  *    at 2x the unloaded p99 for seeds and edgeq): 1x, 2x, 3x and 5x of M, 20 s each: goodput
- *    (2xx/s), p99 and p99.9 of the admitted, the share throttled (429, or 503
+ *    (2xx answered during the case, per second), p99 and p99.9 of the admitted, the share throttled (429, or 503
  *    TEMPORARY_REDUCED_CAPACITY), other errors (anything else, timeouts, requests the client could
  *    not send), and the peak RSS of the deployment (every process, from /proc once a second).
  * 3. Fairness (edgeq, auth on with `edgeq dev --keys`, EDGEQ_TENANT_WEIGHTS=a=1,b=1,c=1): tenant a
@@ -27,37 +27,26 @@
  * API fails that part clearly, is listed under `failures`, and the exit code is 1.
  */
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, totalmem } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { hashApiKey } from '../src/gateway/index.ts';
 import { cleanupTempDirs, tempDir } from '../test/helpers/tmp.ts';
 import { progress as say, sleep } from './lib/harness.ts';
 import { limiterState, putQuota, RssSampler, startDeployment, stopDeployments, type Deployment } from './lib/overload-deployment.ts';
-import { destroyStats, mergeStats, percentileMs, runOpenLoop, type Flow, type FlowStats } from './lib/overload-load.ts';
+import { destroyStats, percentileMs, runOpenLoop, type FlowStats } from './lib/overload-load.ts';
 import { HELP, parsePlan, type Plan } from './lib/overload-options.ts';
-import { checkTargets, fairness, quotaWindows, rowsTable, targetsText, toRow, type ControllerName, type Row } from './lib/overload-report.ts';
+import { fairnessRun, quotaRun, tenantKeys, TENANT_SOCKETS, TENANT_WEIGHTS, QUOTA_PRODUCERS, QUOTA_SOCKETS_PER_PRODUCER, VALUE_BYTES, type FairnessResult, type QuotaResult } from './lib/overload-phases.ts';
+import { checkTargets, rowsTable, targetsText, toRow, type ControllerName, type Row } from './lib/overload-report.ts';
 import { searchMaxRate, stepHolds, type SearchStep } from './lib/overload-search.ts';
-import { GatewaySender, type Sender } from './lib/overload-sender.ts';
+import { GatewaySender } from './lib/overload-sender.ts';
 
 const progress = (line: string): void => say(line, 'overload');
 
-/** Bytes of each record's value (the bench:gateway single-record case uses the same). */
-const VALUE_BYTES = 100;
 const PARTITIONS = 3;
 /** Sockets of a case's one sender: the server sees at most this many requests at once from it. */
 const CASE_SOCKETS = 128;
-/** Each fairness tenant's sender has its own sockets, so one tenant's queue never delays another's. */
-const TENANT_SOCKETS = 64;
-/** Producers of the quota run, each its own Agent and sockets: "many concurrent connections". */
-const QUOTA_PRODUCERS = 16;
-const QUOTA_SOCKETS_PER_PRODUCER = 4;
-/** The quota as a share of M, and the offered rate as a multiple of the quota. */
-const QUOTA_SHARE_OF_MAX = 0.3;
-const QUOTA_OFFERED_X = 2;
 /**
  * Wait after the quota PUT answered before offering load: the gateway picks quota changes up
  * within one interval (the issue's rule; the controller's interval is 1 s), and 2 s covers it.
@@ -71,10 +60,6 @@ const SEARCH_CONFIRM_BACKOFF = 0.8;
 const SEARCH_CONFIRM_ATTEMPTS_MAX = 2;
 /** EDGEQ_LIMITER_TARGET_P99_MS for seeds and edgeq: 2x the unloaded p99 (the issue's p99 target). */
 const TARGET_P99_X = 2;
-/** Fairness: tenant a offers this many of its shares, b and c this share of theirs. */
-const NOISY_X = 10;
-const QUIET_X = 0.8;
-const TENANTS = ['a', 'b', 'c'] as const;
 /** "RSS bounded": the 3x and 5x peaks within this multiple of the 1x peak. */
 const RSS_GROWTH_MAX = 1.25;
 /** Warm-up of each deployment, as a share of M (below M, so it leaves no backlog). */
@@ -210,64 +195,14 @@ async function baseline(d: Deployment): Promise<{ unloadedP99Ms: number; maxPerS
   return { unloadedP99Ms, maxPerSec, steps, unloaded };
 }
 
-/** The keys file for tenants a, b, c (write, read and admin on every topic) and their keys. */
-async function tenantKeys(): Promise<{ file: string; keys: Record<string, string> }> {
-  const keys = Object.fromEntries(TENANTS.map((t) => [t, `bench-${t}-${randomBytes(16).toString('hex')}`]));
-  const file = join(await tempDir('edgeq-overload-keys-'), 'keys.json');
-  const grants = [{ topic: '*', actions: ['read', 'write', 'admin'] }];
-  await writeFile(file, JSON.stringify({ keys: TENANTS.map((t) => ({ sha256: hashApiKey(keys[t]!).toString('hex'), tenant: t, grants })) }));
-  return { file, keys };
-}
-
-/** Part 3: three tenants, one noisy. */
-async function fairnessRun(d: Deployment, keys: Record<string, string>, maxPerSec: number): Promise<Record<string, unknown>> {
-  const share = maxPerSec / TENANTS.length;
-  const flows: Flow[] = TENANTS.map((t) => ({ name: t, ratePerSec: Math.round(share * (t === 'a' ? NOISY_X : QUIET_X)), sender: new GatewaySender({ gateway: d.gateway, topic: d.topic, apiKey: keys[t]!, valueBytes: VALUE_BYTES, sockets: TENANT_SOCKETS }) }));
-  let stats: FlowStats[];
-  try {
-    stats = await runOpenLoop(flows, { durationMs: plan.caseSec * 1000 });
-  } finally {
-    for (const f of flows) f.sender.close();
-  }
-  const seconds = plan.caseSec;
-  const f = fairness(stats.map((s) => ({ tenant: s.name, weight: 1, offeredPerSec: s.offeredPerSec, admittedPerSec: Math.round((s.ok / seconds) * 10) / 10 })));
-  const detail = stats.map((s) => ({ tenant: s.name, p99Ms: percentileMs(s.latency, 99), throttledShare: Math.round((s.throttled / Math.max(1, s.due)) * 1000) / 1000, otherErrors: s.other + s.dropped, answers: s.answers }));
-  destroyStats(stats);
-  progress(`fairness: Jain ${f.jain} (by weight alone ${f.jainByWeight}); ${f.tenants.map((t) => `${t.tenant} offered ${t.offeredPerSec}/s admitted ${t.admittedPerSec}/s fair ${t.fairSharePerSec}/s`).join('; ')}`);
-  await sleep(plan.settleMs);
-  return { jain: f.jain, jainByWeight: f.jainByWeight, seconds, weights: 'a=1,b=1,c=1', tenants: f.tenants.map((t, i) => ({ ...t, ...detail[i] })) };
-}
-
-/** Part 4: a fixed quota under 2x its rate from many connections. */
-async function quotaRun(d: Deployment, keys: Record<string, string>, maxPerSec: number): Promise<Record<string, unknown>> {
-  const quota = Math.max(1, Math.round(maxPerSec * QUOTA_SHARE_OF_MAX));
-  // Bytes far above what the records take (~100 B each), so only the record rate binds.
-  await putQuota(d.gateway, keys.a!, 'a', d.topic, quota, quota * 1_000_000);
-  await sleep(QUOTA_APPLY_MS);
-  const perProducer = (quota * QUOTA_OFFERED_X) / QUOTA_PRODUCERS;
-  const flows: Flow[] = Array.from({ length: QUOTA_PRODUCERS }, (_, i) => ({ name: `p${i}`, ratePerSec: perProducer, sender: new GatewaySender({ gateway: d.gateway, topic: d.topic, apiKey: keys.a!, valueBytes: VALUE_BYTES, sockets: QUOTA_SOCKETS_PER_PRODUCER }) as Sender }));
-  let stats: FlowStats[];
-  try {
-    stats = await runOpenLoop(flows, { durationMs: plan.quotaWindows * plan.quotaWindowSec * 1000, windowMs: plan.quotaWindowSec * 1000 });
-  } finally {
-    for (const f of flows) f.sender.close();
-  }
-  const all = mergeStats('quota', stats);
-  const q = quotaWindows(all.okByWindow, quota, plan.quotaWindowSec);
-  const out = { ...q, offeredPerSec: Math.round(all.offeredPerSec), producers: QUOTA_PRODUCERS, socketsPerProducer: QUOTA_SOCKETS_PER_PRODUCER, answers: all.answers, otherErrors: all.other + all.dropped };
-  destroyStats([...stats, all]);
-  progress(`quota ${quota}/s, offered ${out.offeredPerSec}/s: ${q.windowsWithin5pct} of ${q.windows} windows within ±5% (${q.admittedPerSecByWindow.join(', ')}/s; ${q.errorPctByWindow.join(', ')}%)`);
-  return out;
-}
-
 async function main(): Promise<number> {
   const started = new Date();
   const loadAtStart = loadavg()[0]!;
   progress(`plan: ${plan.quick ? 'quick' : 'full'}; controllers ${plan.controllers.join(', ')}; ${plan.caseSec} s per case; ${plan.brokers} brokers; results to ${OUT}`);
   const rows: Row[] = [];
   let base: Awaited<ReturnType<typeof baseline>> | null = null;
-  let fair: Record<string, unknown> | null = null;
-  let quota: Record<string, unknown> | null = null;
+  let fair: FairnessResult | null = null;
+  let quota: QuotaResult | null = null;
   const deploy = { brokers: plan.brokers, partitions: PARTITIONS, replicationFactor: Math.min(3, plan.brokers) };
   try {
     // 1 and the `none` cases share a deployment: the search is made with no limiter anyway.
@@ -293,18 +228,23 @@ async function main(): Promise<number> {
       }
     }
     if (plan.controllers.includes('edgeq')) {
-      const { file, keys } = await tenantKeys();
+      const { file, keys } = await tenantKeys(await tempDir('edgeq-overload-keys-'));
       try {
-        const df = await startDeployment({ ...deploy, controller: 'edgeq', targetP99Ms, tenantWeights: 'a=1,b=1,c=1', keysFile: file, adminKey: keys.a! });
+        const df = await startDeployment({ ...deploy, controller: 'edgeq', targetP99Ms, tenantWeights: TENANT_WEIGHTS, keysFile: file, adminKey: keys.a! });
         await warmUp(df, keys.b!, Math.round(base.maxPerSec * WARMUP_SHARE_OF_MAX));
         try {
-          fair = await fairnessRun(df, keys, base.maxPerSec);
+          const f = await fairnessRun(df, keys, base.maxPerSec, plan.caseSec);
+          fair = f;
+          progress(`fairness: Jain ${f.jain} (by weight alone ${f.jainByWeight}); ${f.tenants.map((t) => `${t.tenant} offered ${t.offeredPerSec}/s admitted ${t.admittedPerSec}/s fair ${t.fairSharePerSec}/s`).join('; ')}`);
+          await sleep(plan.settleMs);
         } catch (err) {
           failures.push({ part: 'fairness', message: (err as Error).message });
           progress(`FAILED fairness: ${(err as Error).message}`);
         }
         try {
-          quota = await quotaRun(df, keys, base.maxPerSec);
+          const q = await quotaRun(df, 'a', keys.a!, base.maxPerSec, { windowSec: plan.quotaWindowSec, windows: plan.quotaWindows, applyMs: QUOTA_APPLY_MS });
+          quota = q;
+          progress(`quota ${q.targetPerSec}/s, offered ${q.offeredPerSec}/s: ${q.windowsWithin5pct} of ${q.windows} windows within ±5% (${q.admittedPerSecByWindow.join(', ')}/s; ${q.errorPctByWindow.join(', ')}%)`);
         } catch (err) {
           failures.push({ part: 'quota accuracy', message: (err as Error).message });
           progress(`FAILED quota accuracy: ${(err as Error).message}`);
@@ -327,7 +267,7 @@ async function main(): Promise<number> {
   const maxSustainablePerSec = base?.maxPerSec ?? 0;
   const unloadedP99Ms = base?.unloadedP99Ms ?? 0;
   const targets = base
-    ? checkTargets({ maxSustainablePerSec, unloadedP99Ms, rows, jain: fair ? (fair.jain as number) : null, quota: quota ? (quota as { windowsWithin5pct: number; windows: number }) : null, rssGrowthMax: RSS_GROWTH_MAX })
+    ? checkTargets({ maxSustainablePerSec, unloadedP99Ms, rows, jain: fair?.jain ?? null, quota, rssGrowthMax: RSS_GROWTH_MAX })
     : [];
   const results = {
     maxSustainablePerSec,
@@ -365,8 +305,8 @@ async function main(): Promise<number> {
       '',
       rowsTable(rows),
       '',
-      ...(fair ? [`fairness: Jain ${fair.jain as number} (over admitted / max-min fair share; by weight alone ${fair.jainByWeight as number})`] : []),
-      ...(quota ? [`quota accuracy: ${(quota as { windowsWithin5pct: number }).windowsWithin5pct} of ${(quota as { windows: number }).windows} windows within ±5% of ${(quota as { targetPerSec: number }).targetPerSec}/s`] : []),
+      ...(fair ? [`fairness: Jain ${fair.jain} (over admitted / max-min fair share; by weight alone ${fair.jainByWeight})`] : []),
+      ...(quota ? [`quota accuracy: ${quota.windowsWithin5pct} of ${quota.windows} windows within ±5% of ${quota.targetPerSec}/s`] : []),
       'targets:',
       targetsText(targets),
       ...(failures.length > 0 ? ['failures:', ...failures.map((f) => `  ${f.part}: ${f.message}`)] : []),

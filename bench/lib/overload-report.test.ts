@@ -52,7 +52,7 @@ describe('quotaWindows', () => {
 function stats(o: Partial<FlowStats>): FlowStats {
   const latency = newHistogram();
   for (let i = 1; i <= 1000; i++) latency.recordValue(i * 10); // 10 µs .. 10 ms
-  return { name: 'x', offeredPerSec: 100, durationMs: 10_000, due: 1000, sent: 1000, ok: 900, throttled: 50, other: 30, timeouts: 10, dropped: 20, answers: {}, latency, throttledLatency: newHistogram(), okByWindow: [900], ...o };
+  return { name: 'x', offeredPerSec: 100, durationMs: 10_000, due: 1000, sent: 1000, ok: 900, throttled: 50, other: 30, timeouts: 10, dropped: 20, answers: {}, latency, throttledLatency: newHistogram(), okByWindow: [900], okAfterWindows: 0, okAnsweredInRun: 900, ...o };
 }
 
 describe('toRow', () => {
@@ -62,12 +62,14 @@ describe('toRow', () => {
     expect(r.p99Ms).toBeCloseTo(9.9, 1);
     expect(r.p999Ms).toBeCloseTo(9.99, 1);
     expect(rowsTable([r])).toContain('| edgeq | 3x | 100 | 90 |');
+    // The same admissions, 300 of them answered after the case (a queue answered late): 60/s.
+    expect(toRow('none', 3, stats({ okAnsweredInRun: 600 }), { totalMbMax: 1, byProcessMbMax: {} })).toMatchObject({ goodputPerSec: 60, okAnsweredAfterCase: 300 });
   });
 });
 
 describe('checkTargets', () => {
   const row = (controller: Row['controller'], overload: number, goodputPerSec: number, p99Ms: number, otherErrors = 0, rssMbMax = 1000): Row => ({
-    controller, overload, goodputPerSec, p99Ms, p999Ms: p99Ms, throttledShare: 0, otherErrors, rssMbMax, offeredPerSec: 0, p50Ms: 1, throttledP99Ms: null, due: 0, ok: 0, throttled: 0, timeouts: 0, clientDropped: 0, answers: {}, rssMbMaxByProcess: {},
+    controller, overload, goodputPerSec, p99Ms, p999Ms: p99Ms, throttledShare: 0, otherErrors, rssMbMax, offeredPerSec: 0, p50Ms: 1, throttledP99Ms: null, due: 0, ok: 0, throttled: 0, timeouts: 0, clientDropped: 0, answers: {}, okAnsweredAfterCase: 0, rssMbMaxByProcess: {},
   });
 
   it('reads met and not met from the rows', () => {

@@ -4,7 +4,7 @@
  * targets (met / not met, never asserted) and the printed table.
  */
 import { jainIndex, maxMinFairShares } from '../../ratelimit/index.ts';
-import { percentileMs, type FlowStats } from './overload-load.ts';
+import { goodputPerSec, percentileMs, type FlowStats } from './overload-load.ts';
 
 export type ControllerName = 'none' | 'seeds' | 'edgeq';
 export const CONTROLLERS: readonly ControllerName[] = ['none', 'seeds', 'edgeq'];
@@ -29,6 +29,8 @@ export interface Row {
   timeouts: number;
   clientDropped: number;
   answers: Record<string, number>;
+  /** Admitted, but answered after the case's length (not in goodput: see goodputPerSec). */
+  okAnsweredAfterCase: number;
   rssMbMaxByProcess: Record<string, number>;
 }
 
@@ -36,11 +38,10 @@ const r3 = (x: number) => Math.round(x * 1000) / 1000;
 
 /** A row from a case's merged figures and the peak RSS seen during it. */
 export function toRow(controller: ControllerName, overload: number, s: FlowStats, rss: { totalMbMax: number; byProcessMbMax: Record<string, number> }): Row {
-  const seconds = s.durationMs / 1000;
   return {
     controller,
     overload,
-    goodputPerSec: Math.round(s.ok / seconds),
+    goodputPerSec: Math.round(goodputPerSec(s)),
     p99Ms: percentileMs(s.latency, 99),
     p999Ms: percentileMs(s.latency, 99.9),
     throttledShare: s.due === 0 ? 0 : r3(s.throttled / s.due),
@@ -57,6 +58,7 @@ export function toRow(controller: ControllerName, overload: number, s: FlowStats
     timeouts: s.timeouts,
     clientDropped: s.dropped,
     answers: s.answers,
+    okAnsweredAfterCase: s.ok - s.okAnsweredInRun,
     rssMbMaxByProcess: rss.byProcessMbMax,
   };
 }
