@@ -71,6 +71,26 @@ describe('searchMaxRate confirmation', () => {
   });
 });
 
+describe('searchMaxRate retries', () => {
+  it('runs a failed step again and fails it only when every run fails', async () => {
+    // Holds up to 2600/s, but the first run of 1000/s meets a stall.
+    const p = plant(2600);
+    let stalled = false;
+    const measure = async (rate: number): Promise<SearchStep> => {
+      if (rate === 1000 && !stalled) {
+        stalled = true;
+        return { ratePerSec: rate, p99Ms: 80, admittedShare: 1, pass: false };
+      }
+      return p.measure(rate);
+    };
+    const r = await searchMaxRate(measure, { startPerSec: 500, doublingsMax: 7, bisectSteps: 3, granularityPerSec: 50, retriesOnFail: 1 });
+    expect(r.maxPerSec).toBe(2500);
+    expect(r.steps.filter((s) => s.ratePerSec === 1000).map((s) => [s.attempt, s.pass])).toEqual([[1, false], [2, true]]);
+    // A rate beyond the plant fails both runs: 4000 twice, 3000 twice, 2750 twice.
+    expect(r.steps.filter((s) => !s.pass).length).toBe(1 + 2 * 3);
+  });
+});
+
 describe('stepHolds', () => {
   it('needs the p99 under the limit and nearly every request admitted', () => {
     expect(stepHolds(10, 1, 15, 0.999)).toBe(true);
