@@ -8,7 +8,8 @@
  *
  * 1. With no limiter (EDGEQ_LIMITER=none): the unloaded p99 at 200/s, then the maximum sustainable
  *    rate M, the highest rate whose admitted p99 stays under 3x the unloaded p99 with every request
- *    admitted (doubling from 500/s, then bisection; one run per step).
+ *    admitted (doubling from 500/s, then bisection, 5 s per step, a failed step run once more;
+ *    the answer confirmed over 20 s and lowered by 20% if it does not hold).
  * 2. For each controller (none, seeds, edgeq; a fresh deployment each, EDGEQ_LIMITER_TARGET_P99_MS
  *    at 2x the unloaded p99 for seeds and edgeq): 1x, 2x, 3x and 5x of M, 20 s each: goodput
  *    (2xx answered during the case, per second), p99 and p99.9 of the admitted, the share throttled (429, or 503
