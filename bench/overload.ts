@@ -33,9 +33,10 @@ import { cpus, loadavg, totalmem } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import { EdgeqError } from '../src/core/index.ts';
 import { cleanupTempDirs, tempDir } from '../test/helpers/tmp.ts';
 import { progress as say, sleep } from './lib/harness.ts';
-import { limiterState, putQuota, RssSampler, startDeployment, stopDeployments, type Deployment } from './lib/overload-deployment.ts';
+import { limiterState, RssSampler, startDeployment, stopDeployments, type Deployment } from './lib/overload-deployment.ts';
 import { destroyStats, percentileMs, runOpenLoop, type FlowStats } from './lib/overload-load.ts';
 import { HELP, parsePlan, type Plan } from './lib/overload-options.ts';
 import { fairnessRun, quotaRun, tenantKeys, TENANT_SOCKETS, TENANT_WEIGHTS, QUOTA_PRODUCERS, QUOTA_SOCKETS_PER_PRODUCER, VALUE_BYTES, type FairnessResult, type QuotaResult } from './lib/overload-phases.ts';
@@ -165,7 +166,7 @@ async function baseline(d: Deployment): Promise<{ unloadedP99Ms: number; maxPerS
   await sleep(plan.settleMs);
   const unloaded = { ratePerSec: plan.unloadedPerSec, seconds: plan.unloadedSec, due: u.due, ok: u.ok, p50Ms: percentileMs(u.latency, 50), p99Ms: unloadedP99Ms, p999Ms: percentileMs(u.latency, 99.9), answers: u.answers };
   destroyStats([u]);
-  if (unloadedP99Ms === null || u.ok < u.due) throw new Error(`the unloaded run at ${plan.unloadedPerSec}/s did not get every request admitted: ${JSON.stringify(unloaded.answers)}`);
+  if (unloadedP99Ms === null || u.ok < u.due) throw new EdgeqError('BROKER_NOT_AVAILABLE', `the unloaded run at ${plan.unloadedPerSec}/s did not get every request admitted: ${JSON.stringify(unloaded.answers)}`);
   progress(`unloaded p99 at ${plan.unloadedPerSec}/s: ${unloadedP99Ms} ms (p50 ${unloaded.p50Ms} ms)`);
   if (plan.maxSustainablePerSec !== null) {
     note(`maximum sustainable rate given (--max-sustainable ${plan.maxSustainablePerSec}), not searched`);
@@ -193,7 +194,7 @@ async function baseline(d: Deployment): Promise<{ unloadedP99Ms: number; maxPerS
     confirmBackoff: SEARCH_CONFIRM_BACKOFF,
     retriesOnFail: SEARCH_RETRIES_ON_FAIL,
   });
-  if (maxPerSec === 0) throw new Error(`no rate held in the search (p99 limit ${thresholdMs} ms): ${JSON.stringify(steps)}`);
+  if (maxPerSec === 0) throw new EdgeqError('BROKER_NOT_AVAILABLE', `no rate held in the search (p99 limit ${thresholdMs} ms): ${JSON.stringify(steps)}`);
   if (!confirmed) note(`the maximum sustainable rate ${maxPerSec}/s is not confirmed: it was lowered ${SEARCH_CONFIRM_ATTEMPTS_MAX} times after failing a ${plan.caseSec} s run`);
   progress(`maximum sustainable rate: ${maxPerSec}/s${confirmed ? ` (held for ${plan.caseSec} s)` : ''}`);
   return { unloadedP99Ms, maxPerSec, steps, unloaded };
