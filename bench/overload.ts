@@ -143,7 +143,7 @@ async function runCases(d: Deployment, controller: ControllerName, maxPerSec: nu
       const row = {
         ...toRow(controller, x, s, sampler.take()),
         client,
-        ...(state !== null ? { limiterAtEnd: { capacityPerSec: state.capacityPerSec ?? null, binding: state.binding ?? null } } : {}),
+        ...(state !== null ? { limiterAtEnd: { capacityPerSec: typeof state.capacityPerSec === 'number' ? Math.round(state.capacityPerSec) : null, binding: state.binding ?? null } } : {}),
       };
       destroyStats([s]);
       rows.push(row);
