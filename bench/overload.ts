@@ -172,7 +172,7 @@ async function baseline(d: Deployment): Promise<{ unloadedP99Ms: number; maxPerS
     note(`maximum sustainable rate given (--max-sustainable ${plan.maxSustainablePerSec}), not searched`);
     return { unloadedP99Ms, maxPerSec: plan.maxSustainablePerSec, steps: [], unloaded };
   }
-  const thresholdMs = SEARCH_P99_X * unloadedP99Ms;
+  const thresholdMs = Math.round(SEARCH_P99_X * unloadedP99Ms * 1000) / 1000;
   const step = (seconds: number) => async (rate: number): Promise<SearchStep> => {
     const s = await measure(d, null, rate, seconds);
     const p99Ms = percentileMs(s.latency, 99);
@@ -283,7 +283,7 @@ async function main(): Promise<number> {
     targets,
     failures,
     notes,
-    search: base ? { unloaded: base.unloaded, p99LimitMs: SEARCH_P99_X * base.unloadedP99Ms, admittedShareMin: SEARCH_ADMITTED_SHARE_MIN, retriesOnFail: SEARCH_RETRIES_ON_FAIL, steps: base.steps } : null,
+    search: base ? { unloaded: base.unloaded, p99LimitMs: Math.round(SEARCH_P99_X * base.unloadedP99Ms * 1000) / 1000, admittedShareMin: SEARCH_ADMITTED_SHARE_MIN, retriesOnFail: SEARCH_RETRIES_ON_FAIL, steps: base.steps } : null,
     date: started.toISOString(),
     durationSec: Math.round((Date.now() - started.getTime()) / 1000),
     machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', memoryGb: Math.round(totalmem() / 2 ** 30), node: process.version, loadAvg1mAtStart: loadAtStart, loadAvg1mAtEnd: loadavg()[0]! },
