@@ -35,6 +35,8 @@ export interface Ready {
   regions: { region: string; gateway: string; brokers: string; arbiter: string; mesh: string; metrics: string[] }[];
   control: string;
   wanLatencyMs: number;
+  /** True when the gateways run with an API keys file (`--keys`). */
+  auth: boolean;
 }
 
 /** Deployments started here and not yet exited: `stopAllDevs` ends them when a test fails half-way. */
@@ -91,8 +93,9 @@ export const DEV_REGIONS_PORT_SPAN = 100;
  * Starts `edgeq dev` with `regions` regions of `brokersPerRegion` brokers on a block of
  * DEV_REGIONS_PORT_SPAN ports from `base`: gateways base+i, mesh base+10+i, arbiters base+20+i,
  * control base+30, brokers base+40+10i+b, broker admin base+70+10i+b (at most 3 regions).
+ * `args` are further `edgeq dev` flags (e.g. `--keys FILE`).
  */
-export function startDevRegions(dataDir: string, base: number, o: { regions?: string; brokersPerRegion?: number; wanLatencyMs?: number; env?: Record<string, string> } = {}) {
+export function startDevRegions(dataDir: string, base: number, o: { regions?: string; brokersPerRegion?: number; wanLatencyMs?: number; env?: Record<string, string>; args?: string[] } = {}) {
   return spawnDev(
     [
       '--data-dir', dataDir,
@@ -103,6 +106,7 @@ export function startDevRegions(dataDir: string, base: number, o: { regions?: st
       '--arbiter-port', String(base + 20),
       '--control-port', String(base + 30),
       '--broker-port', String(base + 40),
+      ...(o.args ?? []),
     ],
     { EDGEQ_MESH_PORT: String(base + 10), EDGEQ_ADMIN_PORT: String(base + 70), ...o.env },
   );

@@ -12,9 +12,10 @@
 import type { Command } from 'commander';
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { EdgeqError } from '../../core/errors.ts';
 import { createLogger } from '../../core/logger.ts';
+import { Authenticator } from '../../gateway/index.ts';
 import { LinkEmulator } from '../../wan/index.ts';
 import { startControlApi, type DevProcess } from '../dev/control-api.ts';
 import { checkPortsFree } from '../dev/ports-free.ts';
@@ -31,6 +32,7 @@ interface DevFlags {
   regions?: string;
   wanLatencyMs?: string;
   controlPort?: string;
+  keys?: string;
 }
 
 /** Where one region's processes reach the others: advertised address → this region's end of the link. */
@@ -60,8 +62,8 @@ async function wire(emulator: LinkEmulator, t: Topology): Promise<Map<string, Ad
 
 const hostPort = (a: { host: string; port: number }) => `${a.host}:${a.port}`;
 
-/** The child processes of one region, in start order. */
-function regionChildren(r: RegionPlan, t: Topology, map: AddressMap, meshKey: string) {
+/** The child processes of one region, in start order; `keysFile` (absolute) turns the gateways' auth on. */
+function regionChildren(r: RegionPlan, t: Topology, map: AddressMap, meshKey: string, keysFile: string | null) {
   const level = process.env.EDGEQ_LOG_LEVEL ?? 'warn';
   const brokers = r.brokerPorts.map(loopback).join(',');
   const arbiter = { name: `${r.name}/arbiter`, region: r.name, role: 'arbiter' as const, args: ['arbiter', '--port', String(r.arbiterPort), '--data-dir', join(r.dataDir, 'arbiter')] };
@@ -84,7 +86,8 @@ function regionChildren(r: RegionPlan, t: Topology, map: AddressMap, meshKey: st
     env: { EDGEQ_CELL__SIZE: String(t.brokersPerRegion), EDGEQ_LOG_LEVEL: level },
   }));
   const seeds = t.regions.filter((o) => o !== r).map((o) => loopback(o.meshPort));
-  // The local deployment runs without API keys; the gateway's listening line says so.
+  // The local deployment runs without API keys unless given a keys file (`--keys`, e.g. for a
+  // bench that needs tenants told apart); the gateway's listening line says which.
   const gateway = {
     name: `${r.name}/gateway`,
     region: r.name,
@@ -94,12 +97,14 @@ function regionChildren(r: RegionPlan, t: Topology, map: AddressMap, meshKey: st
       '--brokers', brokers,
       '--host', '127.0.0.1',
       '--port', String(r.gatewayPort),
-      '--no-auth',
+      ...(keysFile === null ? ['--no-auth'] : ['--keys', keysFile]),
       '--region', r.name,
       '--member', `${r.name}-gw`,
       '--mesh-port', String(r.meshPort),
       ...(seeds.length > 0 ? ['--mesh-seeds', seeds.join(',')] : []),
     ],
+    // Everything else of the supervisor's environment (EDGEQ_LIMITER*, EDGEQ_TENANT_WEIGHTS, …)
+    // reaches every child as it is: Supervisor.start spawns with process.env under spec.env.
     env: { EDGEQ_LOG_LEVEL: level, EDGEQ_MESH_KEY: meshKey, EDGEQ_MESH_ADDRESS_MAP: JSON.stringify(map) },
   };
   return { arbiter, brokers: brokerSpecs, gateway };
@@ -119,6 +124,7 @@ export function registerDevCommand(program: Command): void {
     .option('--broker-port <n>', 'first broker port; broker b of region i listens on port + 10 i + b - 1 (EDGEQ_BROKER_PORT, default 9092)')
     .option('--arbiter-port <n>', 'first arbiter port; region i gets port + i (EDGEQ_ARBITER_PORT, default 7090)')
     .option('--control-port <n>', 'port of the control API (EDGEQ_CONTROL_PORT, default 8090)')
+    .option('--keys <file>', 'API keys file (JSON; see docs/http-api.md) for every gateway, instead of running them without auth')
     .action(async (flags: DevFlags) => {
       const logger = createLogger({ level: process.env.EDGEQ_LOG_LEVEL ?? 'info', name: 'dev' });
       const env = process.env;
@@ -134,6 +140,16 @@ export function registerDevCommand(program: Command): void {
         ...optional('controlPort', flags.controlPort ?? env.EDGEQ_CONTROL_PORT),
         ...optional('wanLatencyMs', flags.wanLatencyMs),
       });
+      // The keys file is read and validated here, before anything starts: a gateway that refused it
+      // later would only say that it exited before it was ready. Absolute, so a child started from
+      // another folder reads the same file.
+      const keysFile = flags.keys === undefined ? null : resolve(flags.keys);
+      if (keysFile !== null) {
+        await Authenticator.fromFile(keysFile).catch((err: unknown) => {
+          const why = err instanceof Error ? err.message : String(err);
+          throw new EdgeqError('INVALID_CONFIG', `--keys: ${why}`, { cause: err, details: { key: 'keys' } });
+        });
+      }
       // Every port is checked before anything starts: a taken one is a clear error, nothing started.
       await checkPortsFree(t);
       await mkdir(t.dataDir, { recursive: true });
@@ -171,7 +187,7 @@ export function registerDevCommand(program: Command): void {
         });
         await Promise.all(
           t.regions.map(async (r) => {
-            const c = regionChildren(r, t, maps.get(r.name)!, meshKey);
+            const c = regionChildren(r, t, maps.get(r.name)!, meshKey, keysFile);
             for (const s of [c.arbiter, ...c.brokers, c.gateway]) specs.set(s.name, { region: s.region, role: s.role });
             await sup.start(c.arbiter);
             await Promise.all(c.brokers.map((b) => sup.start(b)));
@@ -195,11 +211,11 @@ export function registerDevCommand(program: Command): void {
       const processes = sup.status().map((s) => ({ name: s.name, ...specs.get(s.name), pid: s.pid }));
       // One machine-readable line (tests, tools); the first region's fields keep the single-region shape.
       process.stdout.write(
-        `${JSON.stringify({ event: 'ready', gateway: first.gateway, brokers: first.brokers, arbiter: first.arbiter, metrics: first.metrics, regions, control: controlUrl, wanLatencyMs: t.wanLatencyMs, dataDir: t.dataDir, auth: false, processes })}\n`,
+        `${JSON.stringify({ event: 'ready', gateway: first.gateway, brokers: first.brokers, arbiter: first.arbiter, metrics: first.metrics, regions, control: controlUrl, wanLatencyMs: t.wanLatencyMs, dataDir: t.dataDir, auth: keysFile !== null, processes })}\n`,
       );
       process.stderr.write(
         [
-          `edgeq dev: ${t.regions.length} region(s), ${t.brokersPerRegion} broker(s) each, auth off (local deployment); data in ${t.dataDir}`,
+          `edgeq dev: ${t.regions.length} region(s), ${t.brokersPerRegion} broker(s) each, ${keysFile === null ? 'auth off (local deployment)' : `auth on (keys ${keysFile})`}; data in ${t.dataDir}`,
           ...regions.map((r) => `  ${r.region}: gateway ${r.gateway}  brokers ${r.brokers}  arbiter ${r.arbiter}  mesh ${r.mesh}`),
           `  control API ${controlUrl} (GET /v1/dev/links, PUT /v1/dev/links/{from}/{to}, GET /v1/dev/processes); links between regions: ${t.wanLatencyMs} ms one way`,
           '  Ctrl-C stops everything',
