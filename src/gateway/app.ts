@@ -19,6 +19,8 @@ import { isPlainObject, parseJsonObject } from './json-body.ts';
 import { checkGroupId, GroupMembers, MEMBER_TOPICS_MAX, type JoinRequest } from './groups.ts';
 import { noMesh, type GatewayMesh } from './mesh.ts';
 import { registerFailoverRoute } from './failover-route.ts';
+import { registerLimiterRoute } from './limiter-route.ts';
+import { registerLimiterMetrics, type AdmissionLimiter } from '../../ratelimit/index.ts';
 import { checkBatches, checkRecords, recordBytes, parseJsonRecords, parseProtobufBatches, parseValueEncoding, toJsonRecord, type GatewayRecord } from './records.ts';
 
 /** What the app is built from. */
@@ -33,6 +35,8 @@ export interface GatewayDeps {
   mesh?: GatewayMesh | null;
   /** The region this gateway serves: the origin shown for records of global topics written here. Default `local`. */
   region?: string;
+  /** The admission limiter of the produce route (issue 14) and `GET /v1/limiter`; absent: none (404 there). */
+  limiter?: AdmissionLimiter | null;
 }
 
 /** The app plus what it holds open. */
@@ -153,16 +157,26 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
   app.onError(onGatewayError);
   app.notFound(onGatewayNotFound);
   const metrics = new GatewayMetrics({ processMetrics: deps.processMetrics ?? true });
-  /** Runs a produce and records its latency, and its records and bytes when it succeeded. */
-  async function observed<T>(acks: AcksOption, produce: () => Promise<T>, size: { records: number; bytes: number }): Promise<T> {
+  if (deps.limiter) registerLimiterMetrics(metrics.registry, deps.limiter);
+  /**
+   * Runs a produce and records its latency, and its records and bytes when it succeeded. The
+   * limiter (issue 14) admits it first, the request already parsed and checked: a refusal (503)
+   * is thrown before anything is sent, so it writes nothing.
+   */
+  async function observed<T>(c: Ctx, acks: AcksOption, produce: () => Promise<T>, size: { records: number; bytes: number }): Promise<T> {
     const label: GatewayAcksLabel = acks === 0 ? '0' : acks === 1 ? '1' : 'all';
+    const ticket = deps.limiter?.admit(c.get('principal')?.tenant ?? 'anonymous', size.records);
     const startedMs = performance.now();
     try {
       const out = await produce();
-      metrics.observeProduce(label, performance.now() - startedMs, size);
+      const ms = performance.now() - startedMs;
+      metrics.observeProduce(label, ms, size);
+      ticket?.done(true, ms);
       return out;
     } catch (err) {
-      metrics.observeProduce(label, performance.now() - startedMs, null);
+      const ms = performance.now() - startedMs;
+      metrics.observeProduce(label, ms, null);
+      ticket?.done(false, ms);
       throw err;
     }
   }
@@ -290,7 +304,7 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
       acks ??= acksFromWire(parsed.acks);
       checkBatches(parsed.batches, { topic, partitionCount: await backend.partitionCount(topic), recordsMax: limits.recordsMax });
       const acksUsed = acks ?? 'all';
-      const baseOffsets = await observed(acksUsed, () => backend.produceBatches(topic, parsed.batches, acksUsed), {
+      const baseOffsets = await observed(c, acksUsed, () => backend.produceBatches(topic, parsed.batches, acksUsed), {
         records: parsed.batches.reduce((n, b) => n + b.records, 0),
         bytes: parsed.batches.reduce((n, b) => n + b.recordBytes, 0),
       });
@@ -321,7 +335,7 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
     // Every record is checked before any is sent: a refused request writes nothing.
     checkRecords(records, { topic, partitionCount, recordBytesMax: limits.recordBytesMax, recordsMax: limits.recordsMax });
     const acksUsed = acks ?? 'all';
-    const sent = await observed(acksUsed, () => backend.produce(topic, records, acksUsed), {
+    const sent = await observed(c, acksUsed, () => backend.produce(topic, records, acksUsed), {
       records: records.length,
       bytes: records.reduce((n, r) => n + recordBytes(r), 0),
     });
@@ -437,6 +451,7 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
   });
 
   registerFailoverRoute(app, { mesh: deps.mesh, bodyBytesMax: limits.bodyBytesMax, requireJson });
+  registerLimiterRoute(app, { limiter: deps.limiter });
 
   app.delete('/v1/groups/:group/members/:id', async (c) => {
     const group = c.req.param('group');
