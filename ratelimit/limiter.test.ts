@@ -110,14 +110,15 @@ describe('AdmissionLimiter: capacity from the signals', () => {
     expect(l.view().binding).toBeNull(); // 0.25 < BINDING_PRESSURE_MIN
   });
 
-  it('raises the produce p99 to the age of a request still in flight (a cell that stopped answering completes nothing)', () => {
+  it('the produce p99 is that of the requests that finished in the interval, not aged by those still in flight', () => {
     const clock = new FakeClock();
     const l = limiter({ clock });
-    l.admit('acme', 1); // never done
-    clock.advance(3 * TARGET_P99_MS);
+    l.admit('acme', 1).done(true, 7);
+    l.admit('acme', 1); // stuck (a leader election): the concurrency limit's case, not the rate's
+    clock.advance(INTERVAL_MS);
     l.tick();
-    expect(l.view().signals.produceP99Ms.value).toBe(3 * TARGET_P99_MS);
-    expect(l.view().binding).toBe('produceP99Ms');
+    expect(l.view()).toMatchObject({ capacityPerSec: 1000, binding: null, inFlight: 1 });
+    expect(l.view().signals.produceP99Ms.value).toBe(7);
   });
 
   it('a source that throws reports NaN (null in the view), which the controller ignores', () => {
@@ -217,8 +218,8 @@ describe('AdmissionLimiter: max-min fair shares by weight', () => {
 describe('AdmissionLimiter: concurrency, none, logs, view, bad input', () => {
   it('refuses past the concurrency limit (Little\'s law, floored) and admits again once a request is done', () => {
     const clock = new FakeClock();
-    const l = limiter({ clock, initialPerSec: 100 });
-    // 100 records/s × 20 ms = 2 requests: the floor applies.
+    const l = limiter({ clock, initialPerSec: 500 });
+    // 500 records/s × 20 ms = 10 requests: the floor applies.
     expect(l.view().concurrencyLimit).toBe(CONCURRENCY_MIN);
     const tickets = Array.from({ length: CONCURRENCY_MIN }, () => l.admit('acme', 1));
     expect(l.view().inFlight).toBe(CONCURRENCY_MIN);
