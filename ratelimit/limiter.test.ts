@@ -3,7 +3,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { EdgeqError, FakeClock } from '../src/core/index.ts';
 import { jainIndex } from './fair-share.ts';
-import { AdmissionLimiter, CONCURRENCY_MIN, type AdmissionLimiterOptions, type LimiterView } from './limiter.ts';
+import { AdmissionLimiter, CONCURRENCY_MIN, LIMITER_FLOOR_FRACTION, type AdmissionLimiterOptions, type LimiterView } from './limiter.ts';
 import { GRADIENT_DEFAULTS } from './controller.ts';
 import { SIGNAL_NAMES, SIGNAL_TARGETS_DEFAULT, type LoadSignals } from './signals.ts';
 
@@ -137,6 +137,24 @@ describe('AdmissionLimiter: capacity from the signals', () => {
     expect(v.signals.produceP99Ms.value).toBe(0);
     expect(v.pressure).toBe(0);
     expect(v.capacityPerSec).toBe(1000);
+  });
+
+  it('a pressure admission does not relieve cuts capacity to a tenth of the initial, not below (both laws)', () => {
+    for (const controller of ['edgeq', 'seeds'] as const) {
+      const clock = new FakeClock();
+      const signals = new FakeSignals();
+      // A disk slowed by others: fsync p99 at 1.5x its target whatever the gateway sends (10 records/s).
+      signals.now = { fsyncP99Ms: 1.5 * SIGNAL_TARGETS_DEFAULT.fsyncP99Ms };
+      const l = limiter({ clock, signals, controller, initialPerSec: 20_000 });
+      l.start();
+      drive(l, clock, { acme: 10 }, 60_000, 0);
+      expect(l.view().capacityPerSec, controller).toBe(20_000 * LIMITER_FLOOR_FRACTION);
+      // A burst of 40 records now (the case that met 503s at the law's own floor of 10/s) passes.
+      expect(() => {
+        for (let i = 0; i < 40; i++) l.admit('acme', 1).done(true, 1);
+      }).not.toThrow();
+      l.close();
+    }
   });
 
   it('never passes the ceiling, applied at once', () => {

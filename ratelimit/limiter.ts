@@ -59,6 +59,16 @@ export const LIMITER_INTERVAL_MS_MAX = 60_000;
  * start above the plant's rate converges in seconds. The benchmark sets it.
  */
 export const LIMITER_INITIAL_PER_SEC_DEFAULT = 20_000;
+/**
+ * The capacity never goes below this fraction of the initial capacity (the operator's estimate of
+ * what the cell takes). The gradient law cuts to what the cell delivered, so under a pressure that
+ * admission does not relieve (a disk slowed by other processes: fsync p99 at 150 ms on a shared
+ * 2-core machine, measured in test/geo) each cut lands below the last and capacity fell to the
+ * law's 10 records/s, refusing a 40-record burst. A tenth leaves the law an order of magnitude of
+ * range: shaving a 5x overload down to the cell's rate needs a cut to a fifth of demand, and a
+ * cell that serves under a tenth of its estimate is the concurrency limit's case.
+ */
+export const LIMITER_FLOOR_FRACTION = 0.1;
 /** Largest capacity or ceiling (records/s): stays exact in the bucket's integer thousandths. */
 export const LIMITER_PER_SEC_MAX = 1_000_000_000;
 /** Tenants tracked at once (a bucket and a few counters each); the one idle longest goes first. */
@@ -245,7 +255,7 @@ export class AdmissionLimiter {
     this.random = o.random ?? Math.random;
     this.latency = new LatencyWindow(this.random);
     this.controller =
-      o.controller === 'edgeq' ? new GradientController({ initialPerSec: initial, targets: this.targets }) : o.controller === 'seeds' ? new SeedsRuleController(initial, GRADIENT_DEFAULTS.minPerSec, this.targets) : null;
+      o.controller === 'edgeq' ? new GradientController({ initialPerSec: initial, minPerSec: this.floorPerSec(initial), targets: this.targets }) : o.controller === 'seeds' ? new SeedsRuleController(initial, this.floorPerSec(initial), this.targets) : null;
     this.capacity = this.controller ? this.controller.capacity() : Infinity;
     this.concurrency = this.concurrencyFor(this.capacity);
     this.lastTickMs = this.clock.monotonicMs();
@@ -407,6 +417,11 @@ export class AdmissionLimiter {
   }
 
   // -----------------------------------------------------------------------------------------------
+
+  /** The lowest capacity (the same for both laws, so the benchmark compares them on equal terms). */
+  private floorPerSec(initial: number): number {
+    return Math.max(GRADIENT_DEFAULTS.minPerSec, Math.ceil(initial * LIMITER_FLOOR_FRACTION));
+  }
 
   private viewCapacity(): number | null {
     return this.controller ? this.capacity : null;
