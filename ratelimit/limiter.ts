@@ -43,10 +43,12 @@ import { DEFAULT_BURST_SEC } from './quota.ts';
 import { pressures, SIGNAL_NAMES, SIGNAL_TARGETS_DEFAULT, type LoadSignals, type LoadSignalSource, type SignalName, type SignalTargets } from './signals.ts';
 import { DEFAULT_TENANT_WEIGHT } from './tenant-weights.ts';
 import { TokenBucket, type TakeResult } from './token-bucket.ts';
+import type { AdmissionTicket, LimiterControllerName, LimiterView, SignalView } from './limiter-view.ts';
+
+export type { AdmissionTicket, LimiterControllerName, LimiterView, SignalView, TenantView } from './limiter-view.ts';
 
 /** The control laws a gateway may run. */
-export const LIMITER_CONTROLLERS = ['none', 'seeds', 'edgeq'] as const;
-export type LimiterControllerName = (typeof LIMITER_CONTROLLERS)[number];
+export const LIMITER_CONTROLLERS = ['none', 'seeds', 'edgeq'] as const satisfies readonly LimiterControllerName[];
 
 /** The control interval: the issue's "every second". */
 export const LIMITER_INTERVAL_MS_DEFAULT = 1_000;
@@ -87,57 +89,6 @@ export const CONCURRENCY_MAX = 100_000;
 export const BINDING_PRESSURE_MIN = 0.5;
 /** The policy name of the RateLimit fields on a refusal. */
 export const CAPACITY_POLICY = 'capacity';
-
-/** A signal as `view()` shows it. */
-export interface SignalView {
-  /** The last value read (null: the source could not read it, NaN). */
-  value: number | null;
-  /** Its target (0: not used). */
-  target: number;
-  pressure: number;
-  /** Failed reads since start. */
-  failures: number;
-}
-
-/** A tenant as `view()` shows it: rates over the last interval. */
-export interface TenantView {
-  tenant: string;
-  weight: number;
-  demandPerSec: number;
-  admittedPerSec: number;
-  throttledPerSec: number;
-  /** The most it may be admitted per second now: its bucket's rate, plus the spare bucket's while capacity is not contended (null with `none`). */
-  sharePerSec: number | null;
-}
-
-/** The body of `GET /v1/limiter`. */
-export interface LimiterView {
-  controller: LimiterControllerName;
-  intervalMs: number;
-  /** Admission capacity (records/s); null with `none`. */
-  capacityPerSec: number | null;
-  /** Produce requests allowed in flight; null with `none`. */
-  concurrencyLimit: number | null;
-  inFlight: number;
-  /** Records/s offered in the last interval (admitted and refused). */
-  demandPerSec: number;
-  /** Records/s acknowledged in the last interval. */
-  achievedPerSec: number;
-  /** The most capacity may reach (the forecast pre-scaling raises it); null: none. */
-  ceilingPerSec: number | null;
-  /** The signal with the highest pressure, once it is at least BINDING_PRESSURE_MIN; null: none binds. */
-  binding: SignalName | null;
-  /** The highest pressure (value / target) of any signal. */
-  pressure: number;
-  signals: Record<SignalName, SignalView>;
-  tenants: TenantView[];
-}
-
-/** What admitting a produce request gave: call `done` once when it finished. */
-export interface AdmissionTicket {
-  /** The request finished after `latencyMs`; `ok`: its records were acknowledged. Later calls are ignored. */
-  done(ok: boolean, latencyMs: number): void;
-}
 
 export interface AdmissionLimiterOptions {
   controller: LimiterControllerName;
