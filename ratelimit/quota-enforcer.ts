@@ -198,6 +198,11 @@ export class QuotaEnforcer {
     return a.policies.length > 0 ? rateLimitHeaders(a.policies) : {};
   }
 
+  /** Gives back what an admitted request took, when a later check refused it (nothing was written). */
+  release(tenant: string, topic: string, records: number, bytes: number): void {
+    this.book.release(tenant, topic, records, bytes);
+  }
+
   private refusal(a: Admission, tenant: string, topic: string): EdgeqError {
     const q = a.quota!;
     const policy = a.policies[a.violated === 'bytes' ? 1 : 0]?.name ?? 'tenant';

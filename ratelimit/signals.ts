@@ -23,6 +23,24 @@ export interface LoadSignals {
 
 export type SignalName = keyof LoadSignals;
 
+/** Every signal's name, in a fixed order (views and metrics list them so). */
+export const SIGNAL_NAMES: readonly SignalName[] = Object.freeze(['eventLoopDelayP99Ms', 'produceP99Ms', 'fsyncP99Ms', 'isrShrinks', 'underReplicatedPartitions', 'replicationBacklogRecords', 'rssMb']);
+
+/**
+ * Where the limiter reads the signals every interval. `read` must be quick and synchronous (it
+ * runs on the interval timer): a source that needs I/O (the cell's status) polls in the
+ * background and answers its last value. A signal it cannot read now is NaN (pressures() ignores
+ * it); a signal it does not give is 0, except produceP99Ms, which the limiter measures itself
+ * from its tickets unless the source gives one.
+ */
+export interface LoadSignalSource {
+  read(): Partial<LoadSignals>;
+  /** Failed reads of each signal since start. */
+  failures?(): Partial<Record<SignalName, number>>;
+  /** Stops any background polling. */
+  close?(): void;
+}
+
 /** Where each signal should stay; a signal with target 0 is not used. */
 export type SignalTargets = Record<SignalName, number>;
 

@@ -295,7 +295,7 @@ export function createHandlers(d: HandlerDeps): Handlers {
       const brokers = d.cell
         ? d.cell.brokerStatus()
         : [{ id: d.self.id, pid: d.pid, host: d.self.host, port: d.self.port, region: d.self.region, alive: true }];
-      return { cellId: d.cell?.cellId ?? d.clusterId, brokerId: d.self.id, brokers, replicas, leaseValid: d.cell ? d.cell.canLead() : true };
+      return { cellId: d.cell?.cellId ?? d.clusterId, brokerId: d.self.id, brokers, replicas, leaseValid: d.cell ? d.cell.canLead() : true, fsyncP99Ms: d.metrics?.fsyncP99Ms() ?? 0 };
     },
   };
 }

@@ -13,7 +13,7 @@
 import type { Registry } from 'prom-client';
 import { MeshAgent, registerMeshMetrics, type MeshKey } from '../../gossip/index.ts';
 import { GlobalCatalogue, MeshKeys, RegionPublisher, type RegionHealth, type RegionInfo } from '../../gossip/region/index.ts';
-import { ClusterCells, Exchange, exchangeLimits, registerExchangeMetrics, type ExchangeLimits } from '../../gossip/exchange/index.ts';
+import { ClusterCells, Exchange, exchangeLimits, parseCursorKey, registerExchangeMetrics, type ExchangeLimits, type PartitionCursors } from '../../gossip/exchange/index.ts';
 import { ClusterGeoCell, GeoGroups } from '../../gossip/failover/index.ts';
 import type { EdgeqClient } from '../client/index.ts';
 import { EdgeqError, type Logger } from '../core/index.ts';
@@ -104,6 +104,37 @@ async function cellHealth(client: EdgeqClient): Promise<RegionHealth> {
   };
 }
 
+/**
+ * This region's writes to global topics not yet applied in the other region furthest behind, from
+ * the cursors every region publishes (one pass over the mesh state): per partition, this region's
+ * own head minus what the other region has applied of this origin, summed over partitions. Origin
+ * offsets, as the replicators count lag: an upper bound on records when the log interleaves
+ * records applied from other regions.
+ */
+export function outboundBacklog(entries: readonly { key: string; value: unknown; deleted?: boolean }[], self: string, others: readonly string[], live: ReadonlySet<string>): number {
+  const heads = new Map<string, number>();
+  const applied = new Map<string, Map<string, number>>();
+  for (const e of entries) {
+    const k = parseCursorKey(e.key);
+    if (!k || e.deleted || !live.has(k.topic)) continue;
+    const c = e.value as PartitionCursors;
+    const part = `${k.topic}\u0000${k.partition}`;
+    if (k.region === self) heads.set(part, typeof c?.head === 'number' ? c.head : -1);
+    else if (typeof c?.applied?.[self] === 'number') {
+      let m = applied.get(k.region);
+      if (!m) applied.set(k.region, (m = new Map()));
+      m.set(part, c.applied[self]);
+    }
+  }
+  let worst = 0;
+  for (const r of others) {
+    let behind = 0;
+    for (const [part, head] of heads) behind += Math.max(0, head - (applied.get(r)?.get(part) ?? -1));
+    worst = Math.max(worst, behind);
+  }
+  return worst;
+}
+
 /** Starts the mesh agent and everything on it. */
 export async function startGatewayMesh(o: GatewayMeshOptions): Promise<GatewayMeshHandle> {
   // Built (and its options checked: key length, cluster name, bounds) before anything binds.
@@ -187,6 +218,7 @@ export async function startGatewayMesh(o: GatewayMeshOptions): Promise<GatewayMe
     },
     deleteGlobal: (name) => catalogue.delete(name),
     failover: (group, from) => geoGroups.failover(group, from),
+    replicationBacklogRecords: () => outboundBacklog(agent.state(), o.region, exchange.otherRegions(), new Set(catalogue.list().map((t) => t.name))),
   };
   return {
     mesh,

@@ -37,8 +37,11 @@ export interface TopicDescription {
   config: Record<string, string>;
 }
 
-/** One broker in `cellStatus`: the wire message as the brokers report it. */
-export type BrokerStatus = WireBrokerStatus;
+/**
+ * One broker in `cellStatus`: the wire message as the brokers report it, plus, for a broker that
+ * answered, the p99 of its fsyncs over the last few seconds (its own report).
+ */
+export type BrokerStatus = WireBrokerStatus & { fsyncP99Ms?: number };
 
 /** One partition in `cellStatus`. */
 export interface CellPartitionStatus {
@@ -200,10 +203,12 @@ export class Admin implements QuotaAdmin {
     );
     const byBroker = new Map<number, BrokerStatus>();
     const parts = new Map<string, CellPartitionStatus>();
+    const fsyncP99Ms = new Map<number, number>();
     let cellId = '';
     for (const { res } of answers) {
       if (!res) continue;
       cellId ||= res.cellId;
+      fsyncP99Ms.set(res.brokerId, res.fsyncP99Ms ?? 0);
       for (const b of res.brokers) {
         const known = byBroker.get(b.id);
         // A plain copy: decoded protobuf messages keep defaults on their prototype, which JSON drops.
@@ -226,6 +231,10 @@ export class Admin implements QuotaAdmin {
         const known = parts.get(key);
         if (!known || r.role === 'leader' || (known.leaderEpoch < r.leaderEpoch && known.leaderId !== res.brokerId)) parts.set(key, entry);
       }
+    }
+    for (const [id, p99] of fsyncP99Ms) {
+      const b = byBroker.get(id);
+      if (b) b.fsyncP99Ms = p99;
     }
     return {
       cellId,

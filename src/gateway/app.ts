@@ -21,6 +21,8 @@ import { noMesh, type GatewayMesh } from './mesh.ts';
 import { registerFailoverRoute } from './failover-route.ts';
 import { registerQuotaRoutes } from './quota-routes.ts';
 import type { QuotaEnforcer } from '../../ratelimit/index.ts';
+import { registerLimiterRoute } from './limiter-route.ts';
+import { registerLimiterMetrics, type AdmissionLimiter } from '../../ratelimit/index.ts';
 import { checkBatches, checkRecords, recordBytes, parseJsonRecords, parseProtobufBatches, parseValueEncoding, toJsonRecord, type GatewayRecord } from './records.ts';
 
 /** What the app is built from. */
@@ -37,6 +39,8 @@ export interface GatewayDeps {
   region?: string;
   /** The quotas enforced on produce (429 over quota) and managed at /v1/quotas; absent: none. */
   quotas?: QuotaEnforcer | null;
+  /** The admission limiter of the produce route (issue 14) and `GET /v1/limiter`; absent: none (404 there). */
+  limiter?: AdmissionLimiter | null;
 }
 
 /** The app plus what it holds open. */
@@ -157,16 +161,33 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
   app.onError(onGatewayError);
   app.notFound(onGatewayNotFound);
   const metrics = new GatewayMetrics({ processMetrics: deps.processMetrics ?? true });
-  /** Runs a produce and records its latency, and its records and bytes when it succeeded. */
-  async function observed<T>(acks: AcksOption, produce: () => Promise<T>, size: { records: number; bytes: number }): Promise<T> {
+  if (deps.limiter) registerLimiterMetrics(metrics.registry, deps.limiter);
+  /**
+   * Runs a produce and records its latency, and its records and bytes when it succeeded. The
+   * limiter (issue 14) admits it first, the request already parsed and checked: a refusal (503)
+   * is thrown before anything is sent, so it writes nothing.
+   */
+  async function observed<T>(c: Ctx, acks: AcksOption, produce: () => Promise<T>, size: { records: number; bytes: number }, unquota: () => void = () => {}): Promise<T> {
     const label: GatewayAcksLabel = acks === 0 ? '0' : acks === 1 ? '1' : 'all';
+    let ticket;
+    try {
+      ticket = deps.limiter?.admit(c.get('principal')?.tenant ?? 'anonymous', size.records);
+    } catch (err) {
+      // Refused by the limiter after the quota admitted it: a refused request takes nothing.
+      unquota();
+      throw err;
+    }
     const startedMs = performance.now();
     try {
       const out = await produce();
-      metrics.observeProduce(label, performance.now() - startedMs, size);
+      const ms = performance.now() - startedMs;
+      metrics.observeProduce(label, ms, size);
+      ticket?.done(true, ms);
       return out;
     } catch (err) {
-      metrics.observeProduce(label, performance.now() - startedMs, null);
+      const ms = performance.now() - startedMs;
+      metrics.observeProduce(label, ms, null);
+      ticket?.done(false, ms);
       throw err;
     }
   }
@@ -288,9 +309,12 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
     const declared = Number(c.req.header('content-length'));
     if (deps.quotas && Number.isSafeInteger(declared) && declared > 0) deps.quotas.precheck(tenant, topic, declared);
   }
-  function quotaAdmit(c: Ctx, tenant: string, topic: string, records: number, bytes: number): void {
-    if (!deps.quotas) return;
-    for (const [k, v] of Object.entries(deps.quotas.admit(tenant, topic, records, bytes))) c.header(k, v);
+  /** Admits on the quotas; returns what gives the tokens back if the limiter then refuses. */
+  function quotaAdmit(c: Ctx, tenant: string, topic: string, records: number, bytes: number): () => void {
+    const quotas = deps.quotas;
+    if (!quotas) return () => {};
+    for (const [k, v] of Object.entries(quotas.admit(tenant, topic, records, bytes))) c.header(k, v);
+    return () => quotas.release(tenant, topic, records, bytes);
   }
 
   app.post('/v1/topics/:name/records', async (c) => {
@@ -309,12 +333,12 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
       const parsed = await parseProtobufBatches(body, topic, limits);
       acks ??= acksFromWire(parsed.acks);
       checkBatches(parsed.batches, { topic, partitionCount: await backend.partitionCount(topic), recordsMax: limits.recordsMax });
-      quotaAdmit(c, tenant, topic, parsed.batches.reduce((n, b) => n + b.records, 0), body.length);
+      const unquota = quotaAdmit(c, tenant, topic, parsed.batches.reduce((n, b) => n + b.records, 0), body.length);
       const acksUsed = acks ?? 'all';
-      const baseOffsets = await observed(acksUsed, () => backend.produceBatches(topic, parsed.batches, acksUsed), {
+      const baseOffsets = await observed(c, acksUsed, () => backend.produceBatches(topic, parsed.batches, acksUsed), {
         records: parsed.batches.reduce((n, b) => n + b.records, 0),
         bytes: parsed.batches.reduce((n, b) => n + b.recordBytes, 0),
-      });
+      }, unquota);
       if (wantsProtobuf(c)) {
         // One result per partition: its first offset in this request, like the broker's base offset.
         const first = new Map<number, number>();
@@ -341,12 +365,12 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
     const partitionCount = await backend.partitionCount(topic);
     // Every record is checked before any is sent: a refused request writes nothing.
     checkRecords(records, { topic, partitionCount, recordBytesMax: limits.recordBytesMax, recordsMax: limits.recordsMax });
-    quotaAdmit(c, tenant, topic, records.length, body.length);
+    const unquota = quotaAdmit(c, tenant, topic, records.length, body.length);
     const acksUsed = acks ?? 'all';
-    const sent = await observed(acksUsed, () => backend.produce(topic, records, acksUsed), {
+    const sent = await observed(c, acksUsed, () => backend.produce(topic, records, acksUsed), {
       records: records.length,
       bytes: records.reduce((n, r) => n + recordBytes(r), 0),
-    });
+    }, unquota);
     const offsets = sent.map((m) => ({ partition: m.partition, offset: m.offset }));
     if (geo) return c.json({ offsets, appliedIn: await waitGeo(topic, offsets, geo) });
     return c.json({ offsets });
@@ -460,6 +484,7 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
 
   registerFailoverRoute(app, { mesh: deps.mesh, bodyBytesMax: limits.bodyBytesMax, requireJson });
   registerQuotaRoutes(app, { quotas: deps.quotas, bodyBytesMax: limits.bodyBytesMax, requireJson });
+  registerLimiterRoute(app, { limiter: deps.limiter });
 
   app.delete('/v1/groups/:group/members/:id', async (c) => {
     const group = c.req.param('group');

@@ -110,6 +110,12 @@ export interface GatewayMesh {
    * GROUP_NOT_EMPTY when the group has live members here; nothing is written on a refusal.
    */
   failover(group: string, from: string): Promise<FailoverView>;
+  /**
+   * Records of this region's own writes to global topics not yet applied in the other region
+   * furthest behind (origin offsets, as the replicators count lag), for the admission limiter;
+   * absent: 0.
+   */
+  replicationBacklogRecords?(): number;
 }
 
 /** One partition of a failover's answer. */

@@ -1,5 +1,5 @@
 // Proves a real broker's GET /metrics over HTTP: produce and fetch counters move by exactly the
-// records and bytes sent, produce latency and fsync histograms observe, partition gauges match the
+// records and bytes sent, produce latency and fsync histograms observe (and CellStatus carries the recent fsync p99), partition gauges match the
 // log, the text is valid Prometheus exposition, and two brokers in one process keep apart; plus
 // the under-replicated count over fake replicas that a lone broker cannot produce.
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -88,6 +88,11 @@ describe('broker metrics over the admin port', () => {
     // Every append to a sync topic is followed by an fdatasync before it is acknowledged.
     expect(sample(after, 'edgeq_fsync_latency_seconds_count') - fsyncsBefore).toBeGreaterThanOrEqual(sent.length);
     expect(sample(after, 'edgeq_fsync_latency_seconds_sum')).toBeGreaterThan(0);
+    // CellStatus carries the p99 of the last seconds' fsyncs (the gateways' load signal): one of
+    // those fsyncs, so above 0 and at most their sum.
+    const cellStatus = await c.call('CellStatus', {});
+    expect(cellStatus.fsyncP99Ms).toBeGreaterThan(0);
+    expect(cellStatus.fsyncP99Ms).toBeLessThanOrEqual(sample(after, 'edgeq_fsync_latency_seconds_sum') * 1000);
     expect(sample(after, 'edgeq_log_append_bytes_total') - sample(before, 'edgeq_log_append_bytes_total')).toBe(bytesSent);
     // The fetch read what was just written: from the tail cache, not the files.
     const readBytes = (text: string, source: string) => sample(text, 'edgeq_log_read_bytes_total', { source }) || 0;

@@ -15,6 +15,7 @@
 import type { IntervalHistogram } from 'node:perf_hooks';
 import { registerEventLoopDelay } from './event-loop.ts';
 import { registerProcessMetrics } from './process-metrics.ts';
+import { RecentP99 } from './recent-p99.ts';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /** What the gauges read from one local replica (a broker `Partition` has this shape). */
@@ -78,6 +79,8 @@ export class BrokerMetrics {
   private readonly throttledRequests: Counter<'tenant'>;
   private readonly throttleSeconds: Counter<'tenant'>;
   private readonly tenantLabels = new Set<string>();
+  /** fsyncs of the last seconds, for CellStatus (the gateways' load controllers read it). */
+  private readonly recentFsync = new RecentP99();
   private partitions: PartitionsSource | null = null;
 
   constructor(options: BrokerMetricsOptions = {}) {
@@ -203,7 +206,10 @@ export class BrokerMetrics {
 
   /** The log observer every partition log reports to (fsyncs, appends, reads, corrupt segments). */
   readonly logObserver = {
-    onFsync: (durationMs: number): void => this.fsyncLatency.observe(durationMs * SECONDS_PER_MS),
+    onFsync: (durationMs: number): void => {
+      this.fsyncLatency.observe(durationMs * SECONDS_PER_MS);
+      this.recentFsync.record(durationMs);
+    },
     onAppend: (batches: number, bytes: number): void => {
       this.logAppendBatches.inc(batches);
       this.logAppendBytes.inc(bytes);
@@ -211,6 +217,11 @@ export class BrokerMetrics {
     onRead: (source: 'cache' | 'file', bytes: number): void => this.logReadBytes.inc({ source }, bytes),
     onCorruptSegment: (): void => this.logCorruptSegments.inc(),
   };
+
+  /** The p99 of this broker's fsyncs over the last few seconds (ms; 0 when none ran). */
+  fsyncP99Ms(): number {
+    return this.recentFsync.p99();
+  }
 
   /** The exposition text of every metric. */
   scrape(): Promise<string> {

@@ -14,3 +14,4 @@ export {
 export { ADMIN_HOST, startAdminServer, type AdminServer } from './admin-server.ts';
 export { EVENT_LOOP_DELAY_METRIC, registerEventLoopDelay } from './event-loop.ts';
 export { registerProcessMetrics } from './process-metrics.ts';
+export { RecentP99, RECENT_SAMPLES_MAX, RECENT_WINDOW_MS } from './recent-p99.ts';

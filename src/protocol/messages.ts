@@ -455,6 +455,8 @@ export interface CellStatusResponse {
   brokers: BrokerStatus[];
   replicas: ReplicaStatus[];
   leaseValid: boolean;
+  /** p99 of this broker's fsyncs over the last few seconds (ms); 0 from an older broker. */
+  fsyncP99Ms?: number;
 }
 
 /** A quota as DescribeQuotas lists it (values are integers carried as doubles, see edgeq.proto). */

@@ -4,7 +4,8 @@
  * HTTP on 127.0.0.1, one without auth and one with API keys. Every request goes through `call`,
  * which checks the exchange against docs/openapi.yaml and fails the test on the first mismatch.
  */
-import { EdgeqError, silentLogger } from '../../src/core/index.ts';
+import { EdgeqError, FakeClock, silentLogger } from '../../src/core/index.ts';
+import { AdmissionLimiter, type LoadSignals } from '../../ratelimit/index.ts';
 import { serve, type ServerType } from '@hono/node-server';
 import { expect } from 'vitest';
 import { createClient, type EdgeqClient } from '../../src/client/index.ts';
@@ -242,6 +243,25 @@ export class StubMesh implements GatewayMesh {
   }
 }
 
+/**
+ * The keyed gateway's admission limiter (the open one has none: its /v1/limiter answers 404). It
+ * runs on a fake clock the test steps, with signals the test injects, so a 503 can be had on
+ * demand; its capacity is far above what the other cases send.
+ */
+export class RigLimiter {
+  readonly clock = new FakeClock();
+  /** The signals its next interval reads. */
+  injected: Partial<LoadSignals> = {};
+  readonly limiter = new AdmissionLimiter({ controller: 'edgeq', initialPerSec: 100_000, targets: { produceP99Ms: 50 }, signals: { read: () => ({ ...this.injected }) }, clock: this.clock });
+
+  /** One interval with `signals`. */
+  interval(signals: Partial<LoadSignals>): void {
+    this.injected = signals;
+    this.clock.advance(1000);
+    this.limiter.tick();
+  }
+}
+
 /** The cell and the two gateways. */
 export class ConformanceRig {
   private constructor(
@@ -250,6 +270,7 @@ export class ConformanceRig {
     readonly open: ServedGateway,
     readonly keyed: ServedGateway,
     private readonly stub: StubMesh,
+    readonly limiter: RigLimiter,
   ) {}
 
   static async start(contract: OpenApiContract): Promise<ConformanceRig> {
@@ -259,8 +280,9 @@ export class ConformanceRig {
     const quotas = () => new QuotaEnforcer({ admin: new MemoryQuotaAdmin() });
     const open = await serveGateway('open', createGatewayApp({ client, limits: LIMITS, quotas: quotas() }), contract);
     const stub = new StubMesh(client, cell.addresses());
-    const keyed = await serveGateway('keyed', createGatewayApp({ client, limits: LIMITS, auth: Authenticator.fromJson(keysDoc()), mesh: stub, quotas: quotas() }), contract);
-    return new ConformanceRig(cell, client, open, keyed, stub);
+    const limiter = new RigLimiter();
+    const keyed = await serveGateway('keyed', createGatewayApp({ client, limits: LIMITS, auth: Authenticator.fromJson(keysDoc()), mesh: stub, limiter: limiter.limiter, quotas: quotas() }), contract);
+    return new ConformanceRig(cell, client, open, keyed, stub, limiter);
   }
 
   /** Every broker's /metrics URL. */
@@ -270,6 +292,7 @@ export class ConformanceRig {
 
   async close(): Promise<void> {
     await Promise.allSettled([this.open.close(), this.keyed.close()]);
+    this.limiter.limiter.close();
     await this.stub.close();
     await this.client.close();
     await this.cell.close();

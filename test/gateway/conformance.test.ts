@@ -105,8 +105,9 @@ async function happyPaths(gw: ServedGateway, topic: string, key?: string): Promi
   expect((await gw.call('POST', '/v1/topics', { key, json: { name: gone, partitions: 1, scope: 'local' } })).status).toBe(201);
   expect((await gw.call('DELETE', `/v1/topics/${gone}`, { key })).status).toBe(204);
 
-  // The mesh: the keyed gateway has one (a stub over this cell), the open one none.
+  // The mesh and the limiter: the keyed gateway has them (a stub mesh over this cell), the open one neither.
   if (key !== undefined) {
+    expect((await gw.call('GET', '/v1/limiter', { key })).status).toBe(200);
     expect((await gw.call('GET', '/v1/mesh', { key })).status).toBe(200);
     const everywhere = `${topic}-global`;
     const made = await gw.call('POST', '/v1/topics', { key, json: { name: everywhere, partitions: 1, scope: 'global' } });
@@ -118,6 +119,7 @@ async function happyPaths(gw: ServedGateway, topic: string, key?: string): Promi
     expect((await gw.call('DELETE', `/v1/topics/${everywhere}`, { key })).status).toBe(204);
     await failoverPaths(gw, key);
   } else {
+    expect((await gw.call('GET', '/v1/limiter')).status).toBe(404);
     expect((await gw.call('GET', '/v1/mesh')).status).toBe(404);
     // Without a mesh no other region is known.
     expect((await gw.call('POST', '/v1/groups/o-moved/failover', { json: { from: 'eu-west' } })).status).toBe(404);
@@ -244,6 +246,31 @@ describe('the HTTP API against docs/openapi.yaml', () => {
     expect(again.json()).toMatchObject({ offsets: [{ partition: 0, offset: 0 }] });
   }, 60_000);
 
+  it('produce 503: the limiter cut capacity (an injected signal over target); nothing is written', async () => {
+    const gw = rig.keyed;
+    const { limiter } = rig.limiter;
+    const produce = () => gw.call('POST', `/v1/topics/${KEYED_TOPIC}/records`, { key: KEYS.admin, json: { records: [{ value: 'refused', partition: 0 }] } });
+    const hwm = async () => (await rig.client.admin().cellStatus()).partitions.find((p) => p.topic === KEYED_TOPIC && p.partition === 0)!.highWatermark;
+    rig.limiter.interval({ produceP99Ms: 1_000 });
+    // Take what the admin key's tenant (ops) has left, so the next request has no room (bounded by the cut capacity).
+    for (let i = 0; i < 200_000; i++) {
+      try {
+        limiter.admit('ops', 1).done(true, 1);
+      } catch {
+        break;
+      }
+    }
+    const before = await hwm();
+    const refused = await produce();
+    expect(refused.status).toBe(503);
+    expect(refused.json()).toMatchObject({ type: 'https://iana.org/assignments/http-problem-types#temporary-reduced-capacity', code: 'TEMPORARY_REDUCED_CAPACITY' });
+    for (const h of ['retry-after', 'ratelimit-policy', 'ratelimit']) expect(refused.headers.get(h), h).not.toBeNull();
+    expect(await hwm()).toBe(before);
+    // Quiet again, and the buckets refilled: the route admits.
+    rig.limiter.interval({});
+    expect((await produce()).status).toBe(200);
+  }, 60_000);
+
   it('read and stream errors: 400, 404, 416, 429', async () => {
     const gw = rig.open;
     const read = (path: string) => gw.call('GET', path);
@@ -306,6 +333,7 @@ describe('the HTTP API against docs/openapi.yaml', () => {
     const member = `/v1/groups/k-g/members/${joined.json<{ memberId: string }>().memberId}`;
     const v1: [string, string, { json?: unknown }][] = [
       ['GET', '/v1/cell', {}],
+      ['GET', '/v1/limiter', {}],
       ['GET', '/v1/mesh', {}],
       ['GET', '/v1/topics', {}],
       ['POST', '/v1/topics', { json: { name: 'k-new', partitions: 1 } }],
@@ -334,6 +362,7 @@ describe('the HTTP API against docs/openapi.yaml', () => {
     }
     const forbidden: [string, string, string, { json?: unknown }][] = [
       ['GET', '/v1/cell', KEYS.reader, {}],
+      ['GET', '/v1/limiter', KEYS.reader, {}],
       ['GET', '/v1/mesh', KEYS.reader, {}],
       ['POST', '/v1/topics', KEYS.reader, { json: { name: 'k-new', partitions: 1 } }],
       ['GET', `/v1/topics/${t}`, KEYS.stranger, {}],

@@ -16,8 +16,11 @@ import { exchangeLimits, type ExchangeLimits } from '../../../gossip/exchange/in
 import { addBrokersOption, brokersOf } from './topics.ts';
 import { QuotaEnforcer } from '../../../ratelimit/index.ts';
 import { MeshKeys } from '../../../gossip/region/index.ts';
+import { AdmissionLimiter } from '../../../ratelimit/index.ts';
+import { GatewayLoadSignals } from '../../gateway/load-signals.ts';
+import { limiterSettings, type LimiterFlags } from '../limiter-flags.ts';
 
-interface GatewayFlags {
+interface GatewayFlags extends LimiterFlags {
   host?: string;
   port?: string;
   keys?: string;
@@ -72,6 +75,11 @@ export function registerGatewayCommand(program: Command): void {
     .option('--geo-bandwidth <bytes/s>', 'bandwidth the record exchange may use per link to another region, shared fairly by partitions (EDGEQ_GEO_BANDWIDTH; default 0: no limit)')
     .option('--geo-stall-ms <n>', 'a replicator whose cursor has not moved for this long while its origin has is reported stalled and restarted (default 20000)')
     .option('--brokers-advertise <list>', 'host:port,… other regions fetch this region\'s records from (default the --brokers)')
+    .option('--limiter <law>', 'admission control of produce requests: edgeq (the gradient law), seeds (the seeds\' rule, a baseline) or none (EDGEQ_LIMITER, default edgeq)')
+    .option('--limiter-interval-ms <n>', 'how often the limiter reads the load signals and sets capacity (EDGEQ_LIMITER_INTERVAL_MS, default 1000)')
+    .option('--limiter-initial-per-sec <n>', 'admission capacity (records/s) before the first interval, and the seeds\' rule\'s base (EDGEQ_LIMITER_INITIAL_PER_SEC, default 20000)')
+    .option('--limiter-target-p99-ms <n>', 'produce p99 the limiter keeps under (EDGEQ_LIMITER_TARGET_P99_MS, default 50)')
+    .option('--tenant-weights <list>', 'tenant=weight,… for fair shares when demand exceeds capacity, e.g. a=2,b=1 (EDGEQ_TENANT_WEIGHTS; default weight 1)')
     .action(async (flags: GatewayFlags, cmd: Command) => {
       const port = Number(flags.port ?? '8080');
       if (!Number.isInteger(port) || port < 0 || port > 65535) throw new EdgeqError('INVALID_CONFIG', `--port must be a port in [0, 65535], got ${flags.port}`, { details: { key: 'port' } });
@@ -99,6 +107,7 @@ export function registerGatewayCommand(program: Command): void {
       };
       // Checked before anything is opened: a bad bound is a start-up error, not a half-started gateway.
       resolveLimits(limits);
+      const limiterConfig = limiterSettings(flags);
       const auth = flags.keys ? await Authenticator.fromFile(flags.keys) : null;
       // The cell's own client id: the broker does not limit it (the gateway limits per tenant itself).
       const client = createClient({ brokers, clientId: GATEWAY_CLIENT_ID, logger });
@@ -113,19 +122,33 @@ export function registerGatewayCommand(program: Command): void {
         otherRegions: () => meshHandle?.mesh.otherRegions() ?? [],
         waitGeo: (...args) => meshHandle!.mesh.waitGeo(...args),
         failover: (group, from) => meshHandle!.mesh.failover(group, from),
+        replicationBacklogRecords: () => meshHandle?.mesh.replicationBacklogRecords?.() ?? 0,
       };
       // Records of global topics written here are shown with this region as their origin.
       const region = meshFlags?.region ?? flags.region ?? process.env.EDGEQ_REGION ?? 'local';
       // Quotas are read from the cell every second; global ones follow the mesh once it runs.
       const quotas = new QuotaEnforcer({ admin: client.admin(), logger });
       await quotas.start();
-      const app = createGatewayApp({ client, auth, limits, mesh, region, quotas });
+      // The admission limiter (issue 14); with `none` it admits everything and only counts.
+      const signals = new GatewayLoadSignals({ cell: client.admin(), mesh, intervalMs: limiterConfig.intervalMs, logger });
+      const limiter = new AdmissionLimiter({
+        controller: limiterConfig.controller,
+        intervalMs: limiterConfig.intervalMs,
+        initialPerSec: limiterConfig.initialPerSec,
+        targets: { produceP99Ms: limiterConfig.targetP99Ms },
+        weights: limiterConfig.weights,
+        signals,
+        logger,
+      });
+      const app = createGatewayApp({ client, auth, limits, mesh, region, limiter, quotas });
       const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
         const s = serve({ fetch: app.fetch, hostname: host, port }, (info) => {
           resolve(s);
         });
       });
       const boundPort = (server.address() as { port: number }).port;
+      signals.start();
+      limiter.start();
       if (meshFlags) {
         try {
           meshHandle = await startGatewayMesh({
@@ -142,6 +165,7 @@ export function registerGatewayCommand(program: Command): void {
         } catch (err) {
           // A mesh that cannot start (its port taken, a bad option) stops the gateway: no half-started process.
           quotas.close();
+          limiter.close();
           await new Promise<void>((resolve) => server.close(() => resolve()));
           await app.close().catch(() => undefined);
           await client.close().catch(() => undefined);
@@ -151,13 +175,14 @@ export function registerGatewayCommand(program: Command): void {
       const self = meshHandle?.agent.self();
       // One machine-readable line for supervisors and tests, like the broker's.
       process.stdout.write(
-        `${JSON.stringify({ event: 'listening', service: 'gateway', host, port: boundPort, pid: process.pid, auth: auth !== null, ...(self ? { region: self.region, member: self.member, mesh: self.address } : {}) })}\n`,
+        `${JSON.stringify({ event: 'listening', service: 'gateway', host, port: boundPort, pid: process.pid, auth: auth !== null, limiter: limiter.kind, ...(self ? { region: self.region, member: self.member, mesh: self.address } : {}) })}\n`,
       );
       await new Promise<void>((resolve) => {
         const stop = (signal: string) => {
           logger.info({ signal }, 'stopping');
           // Open SSE streams would hold the server's close forever: end them as it stops accepting.
           quotas.close();
+          limiter.close();
           server.close(() => {
             void (meshHandle?.close() ?? Promise.resolve())
               .then(() => app.close())
