@@ -61,6 +61,23 @@ describe('GradientController against a simulated plant', () => {
     expect(Math.min(...steps.slice(160, 200).map((s) => s.capacity))).toBeGreaterThanOrEqual(850);
   });
 
+  it('a pressure that cuts do not relieve: one cut, then it holds (no collapse to the minimum), and cuts again on a new overload', () => {
+    const c = new GradientController({ initialPerSec: 1000, targets: TARGETS });
+    // The plant serves whatever is admitted, but its latency sits at 1.5x target regardless (a disk
+    // slowed by others, refusals costing as much as produces).
+    let cap = 0;
+    for (let t = 0; t < 60; t++) cap = c.update({ ...quiet, produceP99Ms: 1.5 * TARGETS.produceP99Ms }, 3000, cap || 1000).capacityPerSec;
+    // The one cut: to 90% of what was delivered (1000), not 1000 / 1.5; then held.
+    expect(cap).toBeCloseTo(900, 6);
+    // A new overload (pressure 3x, well past the held 1.5x): it cuts again.
+    cap = c.update({ ...quiet, produceP99Ms: 3 * TARGETS.produceP99Ms }, 3000, 0).capacityPerSec;
+    expect(cap).toBeLessThan(900);
+    // Relieved (under target): it grows again.
+    const before = cap;
+    cap = c.update({ ...quiet, produceP99Ms: 0.5 * TARGETS.produceP99Ms }, 3000, cap).capacityPerSec;
+    expect(cap).toBeGreaterThan(before);
+  });
+
   it('does not grow a limit that demand never tests', () => {
     const c = new GradientController({ initialPerSec: 500, targets: TARGETS });
     run(c, 100, () => 10_000, () => 100);

@@ -11,6 +11,16 @@
  * acknowledged in the interval (the plant's delivery rate, as BBR estimates it), which drains the
  * queue without giving up more goodput than that. The sawtooth stays within ~10% of the rate.
  *
+ * Two guards keep the cuts from collapsing capacity when the pressure is not the admission's doing
+ * (a loaded machine's fsync, refusals that cost the gateway as much as produces):
+ *  - the delivered-rate floor uses the best rate acknowledged over the last `deliveredWindow`
+ *    intervals (BBR's max filter), not the last one alone, so successive cuts do not compound
+ *    0.9 × 0.9 × … below what the plant delivered a few seconds ago;
+ *  - a cut that brought no relief (the pressure after it at or above `reliefRatio` of the pressure
+ *    before it) is not followed by another: capacity holds until the pressure falls under target
+ *    (then it may grow) or rises past `reliefRatio`⁻¹ of the held level (a new overload: cut again).
+ *    Cutting further when cutting does not help only refuses goodput.
+ *
  * The seeds' rule (`capacity = base × (1 − load/100)`) sits behind the same interface, as the
  * baseline the benchmark runs beside it. A ceiling input (the forecast pre-scaling raises it ahead
  * of peaks) bounds both.
@@ -44,8 +54,12 @@ export interface GradientOptions {
   cutFloor: number;
   /** Pressure below which capacity may grow (a margin under 1 keeps it off the edge). */
   growBelow: number;
-  /** A cut keeps at least this fraction of the rate acknowledged in the interval. */
+  /** A cut keeps at least this fraction of the best rate acknowledged over the delivered window. */
   deliveredFloor: number;
+  /** Intervals of the delivered-rate max filter. */
+  deliveredWindow: number;
+  /** A cut relieved the pressure when the pressure after it is below this fraction of it before. */
+  reliefRatio: number;
   targets: SignalTargets;
 }
 
@@ -55,6 +69,8 @@ export const GRADIENT_DEFAULTS: Readonly<Omit<GradientOptions, 'initialPerSec'>>
   cutFloor: 0.5,
   growBelow: 0.9,
   deliveredFloor: 0.9,
+  deliveredWindow: 5,
+  reliefRatio: 0.9,
   targets: SIGNAL_TARGETS_DEFAULT,
 });
 
@@ -62,6 +78,12 @@ export class GradientController implements CapacityController {
   private cap: number;
   private ceiling = Infinity;
   private readonly o: GradientOptions;
+  /** The rates acknowledged in the last intervals (newest last), for the max filter. */
+  private readonly delivered: number[] = [];
+  /** The pressure when capacity was last cut, while waiting to see whether the cut helped. */
+  private cutPressure: number | null = null;
+  /** Set once a cut brought no relief: the pressure level capacity is held at. */
+  private heldPressure: number | null = null;
 
   constructor(o: Partial<GradientOptions> & { initialPerSec: number }) {
     this.o = { ...GRADIENT_DEFAULTS, ...o };
@@ -79,11 +101,26 @@ export class GradientController implements CapacityController {
 
   update(signals: LoadSignals, demandPerSec: number, achievedPerSec = 0): ControllerDecision {
     const { binding, pressure } = pressures(signals, this.o.targets);
+    this.delivered.push(Math.max(0, achievedPerSec));
+    if (this.delivered.length > this.o.deliveredWindow) this.delivered.shift();
     if (pressure > 1) {
-      const cut = Math.max(this.cap / pressure, achievedPerSec * this.o.deliveredFloor, this.cap * this.o.cutFloor);
-      this.cap = Math.min(this.cap, cut);
-    } else if (pressure < this.o.growBelow && demandPerSec >= this.cap * 0.9) {
-      this.cap = this.cap * (1 + this.o.growth);
+      // Did the last cut help? If not, hold (see the file comment), unless the pressure rose anew.
+      if (this.cutPressure !== null && pressure >= this.cutPressure * this.o.reliefRatio) this.heldPressure = this.cutPressure;
+      this.cutPressure = null;
+      const held = this.heldPressure !== null && pressure < this.heldPressure / this.o.reliefRatio;
+      if (!held) {
+        this.heldPressure = null;
+        const best = Math.max(...this.delivered);
+        const cut = Math.max(this.cap / pressure, best * this.o.deliveredFloor, this.cap * this.o.cutFloor);
+        if (cut < this.cap) {
+          this.cap = cut;
+          this.cutPressure = pressure;
+        }
+      }
+    } else {
+      this.cutPressure = null;
+      this.heldPressure = null;
+      if (pressure < this.o.growBelow && demandPerSec >= this.cap * 0.9) this.cap = this.cap * (1 + this.o.growth);
     }
     this.cap = Math.max(this.o.minPerSec, Math.min(this.ceiling, this.cap));
     return { capacityPerSec: this.cap, binding, pressure };

@@ -139,7 +139,7 @@ describe('AdmissionLimiter: capacity from the signals', () => {
     expect(v.capacityPerSec).toBe(1000);
   });
 
-  it('a pressure admission does not relieve cuts capacity to a tenth of the initial, not below (both laws)', () => {
+  it('a pressure admission does not relieve: edgeq holds after the cut that brought no relief, the seeds\' rule falls to the floor of a tenth of the initial', () => {
     for (const controller of ['edgeq', 'seeds'] as const) {
       const clock = new FakeClock();
       const signals = new FakeSignals();
@@ -148,7 +148,9 @@ describe('AdmissionLimiter: capacity from the signals', () => {
       const l = limiter({ clock, signals, controller, initialPerSec: 20_000 });
       l.start();
       drive(l, clock, { acme: 10 }, 60_000, 0);
-      expect(l.view().capacityPerSec, controller).toBe(20_000 * LIMITER_FLOOR_FRACTION);
+      // edgeq: one cut (20 000 / 1.5), then no relief, so it holds; the seeds' rule has no memory and
+      // sits at its floor (base × (1 − 1), floored at a tenth of the initial).
+      expect(l.view().capacityPerSec, controller).toBe(controller === 'edgeq' ? 20_000 / 1.5 : 20_000 * LIMITER_FLOOR_FRACTION);
       // A burst of 40 records now (the case that met 503s at the law's own floor of 10/s) passes.
       expect(() => {
         for (let i = 0; i < 40; i++) l.admit('acme', 1).done(true, 1);
@@ -253,6 +255,33 @@ describe('AdmissionLimiter: concurrency, none, logs, view, bad input', () => {
     const l = limiter({ clock, initialPerSec: 100_000 });
     // 100 000 single records/s × 20 ms = 2 000 requests in flight.
     expect(l.view().concurrencyLimit).toBe(2000);
+  });
+
+  it('shares the concurrency limit by weight: a tenant filling the slots does not shut out the others', () => {
+    const clock = new FakeClock();
+    // 1 000 records/s × 20 ms = 20 requests in flight (the floor is 16).
+    const l = limiter({ clock, initialPerSec: 1_000 });
+    const limit = l.view().concurrencyLimit!;
+    const held: { done(ok: boolean, ms: number): void }[] = [];
+    for (let i = 0; i < limit; i++) held.push(l.admit('noisy', 1));
+    // The slots are full, all noisy's: noisy is refused, a quiet tenant still gets its part.
+    expect(() => l.admit('noisy', 1)).toThrow(expect.objectContaining({ code: 'TEMPORARY_REDUCED_CAPACITY' }));
+    expect(() => l.precheck('noisy')).toThrow(expect.objectContaining({ code: 'TEMPORARY_REDUCED_CAPACITY' }));
+    expect(() => l.precheck('quiet')).not.toThrow();
+    const quiet = l.admit('quiet', 1);
+    expect(l.view().inFlight).toBe(limit + 1);
+    // Never more than twice the limit in flight.
+    for (let i = 0; i < 3 * limit; i++) {
+      try {
+        held.push(l.admit(`t${i}`, 1));
+      } catch {
+        // refused
+      }
+    }
+    expect(l.view().inFlight).toBeLessThanOrEqual(2 * limit);
+    quiet.done(true, 1);
+    for (const h of held) h.done(true, 1);
+    expect(l.view().inFlight).toBe(0);
   });
 
   it('with the none controller admits everything and only counts', () => {

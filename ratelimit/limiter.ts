@@ -124,6 +124,8 @@ interface Tenant {
   admittedTotal: number;
   throttledTotal: number;
   idleIntervals: number;
+  /** Its requests in flight now (its part of the concurrency limit). */
+  inFlight: number;
 }
 
 class Ticket implements AdmissionTicket {
@@ -131,6 +133,7 @@ class Ticket implements AdmissionTicket {
   constructor(
     readonly records: number,
     readonly startedMs: number,
+    readonly tenant: Tenant,
     private readonly onDone: (t: Ticket, ok: boolean, latencyMs: number) => void,
   ) {}
 
@@ -253,9 +256,9 @@ export class AdmissionLimiter {
       t.admitted += records;
       t.admittedTotal += records;
       this.countRequest(records);
-      return this.open(records);
+      return this.open(records, t);
     }
-    if (this.inFlight.size >= this.concurrency) {
+    if (this.overConcurrency(t)) {
       // A slot frees when a request finishes: about one produce latency.
       return this.refuse(t, records, Math.max(1, Math.ceil(this.signals.produceP99Ms)), `${this.inFlight.size} produce requests are in flight, the limit at ${Math.round(this.capacity)} records/s`);
     }
@@ -266,7 +269,27 @@ export class AdmissionLimiter {
     t.admitted += records;
     t.admittedTotal += records;
     this.countRequest(records);
-    return this.open(records);
+    return this.open(records, t);
+  }
+
+  /**
+   * Before a request's body is read: refuses it at once when the concurrency limit is reached or
+   * its tenant (and the spare) has no token for even one record, so a refusal under overload
+   * costs little (no body read, no parse: on a gateway bound by its own CPU, a refusal that costs
+   * as much as a produce saves nothing). Takes nothing; `admit` does, once the request is parsed.
+   */
+  precheck(tenant: string): void {
+    if (this.kind === 'none') return;
+    const t = this.tenant(tenant);
+    if (this.overConcurrency(t)) {
+      t.offered += 1;
+      this.refuse(t, 1, Math.max(1, Math.ceil(this.signals.produceP99Ms)), `${this.inFlight.size} produce requests are in flight, the limit at ${Math.round(this.capacity)} records/s`);
+    }
+    const own = t.bucket!.peek(1);
+    if (!own.ok && !(this.spare !== null && this.spare.peek(1).ok)) {
+      t.offered += 1;
+      this.refuse(t, 1, Math.max(1, own.throttleMs), `tenant "${t.name}" has a share of ${Math.round(this.allowance(t))} records/s of a capacity of ${Math.round(this.capacity)} records/s`);
+    }
   }
 
   /** The most capacity may reach (records/s; Infinity: none): the forecast pre-scaling raises it ahead of peaks. */
@@ -403,15 +426,31 @@ export class AdmissionLimiter {
     this.requestRecords += records;
   }
 
-  private open(records: number): AdmissionTicket {
-    const ticket = new Ticket(records, this.clock.monotonicMs(), (t, ok, ms) => this.finish(t, ok, ms));
+  private open(records: number, t: Tenant): AdmissionTicket {
+    const ticket = new Ticket(records, this.clock.monotonicMs(), t, (x, ok, ms) => this.finish(x, ok, ms));
     this.inFlight.add(ticket);
+    t.inFlight++;
     return ticket;
   }
 
   /** A ticket's `done`. */
+  /**
+   * The concurrency limit, shared by weight: with the limit reached, a tenant is refused only when
+   * it holds its weighted part of the slots or more (one sending 10x its share fills the slots
+   * first; the others still get theirs). A tenant under its part may pass the limit, so the slots
+   * in use stay under twice the limit (the sum of the parts is the limit).
+   */
+  private overConcurrency(t: Tenant): boolean {
+    if (this.inFlight.size < this.concurrency) return false;
+    if (this.inFlight.size >= 2 * this.concurrency) return true;
+    let weights = 0;
+    for (const x of this.tenants.values()) if (x === t || x.inFlight > 0 || x.demandPerSec > 0) weights += x.weight;
+    return t.inFlight >= Math.max(1, Math.floor((this.concurrency * t.weight) / Math.max(t.weight, weights)));
+  }
+
   private finish(ticket: Ticket, ok: boolean, latencyMs: number): void {
     this.inFlight.delete(ticket);
+    ticket.tenant.inFlight--;
     this.latency.record(latencyMs);
     if (ok) this.acked += ticket.records;
   }
@@ -426,7 +465,7 @@ export class AdmissionLimiter {
       this.tenants.delete(victim!.name);
     }
     const weight = this.weights.get(name) ?? DEFAULT_TENANT_WEIGHT;
-    t = { name, weight, bucket: null, burst: 1, sharePerSec: 0, offered: 0, admitted: 0, throttled: 0, demandPerSec: 0, admittedPerSec: 0, throttledPerSec: 0, admittedTotal: 0, throttledTotal: 0, idleIntervals: 0 };
+    t = { name, weight, bucket: null, burst: 1, sharePerSec: 0, offered: 0, admitted: 0, throttled: 0, demandPerSec: 0, admittedPerSec: 0, throttledPerSec: 0, admittedTotal: 0, throttledTotal: 0, idleIntervals: 0, inFlight: 0 };
     this.tenants.set(name, t);
     if (this.controller) this.setShare(t, this.provisionalShare(weight));
     return t;

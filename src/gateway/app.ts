@@ -328,6 +328,8 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
       throw new EdgeqError('UNSUPPORTED_MEDIA_TYPE', `expected application/json, application/x-protobuf or application/octet-stream, got "${c.req.header('content-type') ?? ''}"`);
     }
     quotaPrecheck(c, tenant, topic);
+    // Refused before the body is read when there is no capacity for even one record: cheap shedding.
+    deps.limiter?.precheck(tenant);
     const body = await readBody(c, limits.bodyBytesMax);
     if (type === 'application/x-protobuf') {
       const parsed = await parseProtobufBatches(body, topic, limits);

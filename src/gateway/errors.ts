@@ -81,17 +81,23 @@ function challenge(err: unknown): string {
  * fields); they win over the defaults.
  */
 export function problemResponse(err: unknown): Response {
+  const { status, headers, body } = problemParts(err);
+  return new Response(body, { status, headers });
+}
+
+/** The status, headers and body of the problem+json answer for `err` (problemResponse's parts). */
+export function problemParts(err: unknown): { status: number; headers: Record<string, string>; body: string } {
   const problem = toProblem(err);
-  const headers = new Headers({ 'content-type': PROBLEM_CONTENT_TYPE });
-  if (problem.status === 401) headers.set('www-authenticate', challenge(err));
+  const headers: Record<string, string> = { 'content-type': PROBLEM_CONTENT_TYPE };
+  if (problem.status === 401) headers['www-authenticate'] = challenge(err);
   const hintMs = err instanceof EdgeqError ? err.details['retryAfterMs'] : undefined;
   if (problem.status === 429 || (problem.retriable && typeof hintMs === 'number')) {
     const seconds = typeof hintMs === 'number' && hintMs > 0 ? Math.ceil(hintMs / 1000) : RETRY_AFTER_SECONDS_DEFAULT;
-    headers.set('retry-after', String(seconds));
+    headers['retry-after'] = String(seconds);
   }
   const own = err instanceof EdgeqError ? err.details['headers'] : undefined;
-  if (own !== null && typeof own === 'object') for (const [k, v] of Object.entries(own)) if (typeof v === 'string') headers.set(k, v);
-  return new Response(JSON.stringify(problem), { status: problem.status, headers });
+  if (own !== null && typeof own === 'object') for (const [k, v] of Object.entries(own)) if (typeof v === 'string') headers[k.toLowerCase()] = v;
+  return { status: problem.status, headers, body: JSON.stringify(problem) };
 }
 
 /** The app's `onError` handler. */

@@ -4,7 +4,9 @@
  * local deployment passes), and the "listening" line says which. SIGTERM and SIGINT stop it cleanly: the HTTP
  * server stops accepting, then producers flush and connections close.
  */
+import { createServer, type RequestListener, type ServerOptions } from 'node:http';
 import { serve } from '@hono/node-server';
+import { shedding } from '../../gateway/shed.ts';
 import type { Command } from 'commander';
 import { createClient } from '../../client/index.ts';
 import { EdgeqError } from '../../core/errors.ts';
@@ -142,7 +144,9 @@ export function registerGatewayCommand(program: Command): void {
       });
       const app = createGatewayApp({ client, auth, limits, mesh, region, limiter, quotas });
       const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
-        const s = serve({ fetch: app.fetch, hostname: host, port }, (info) => {
+        // Produces the limiter would refuse are answered before the framework (src/gateway/shed.ts).
+        const createShedServer = ((options: ServerOptions, listener: RequestListener) => createServer(options, shedding(listener, { limiter, auth }))) as unknown as typeof createServer;
+        const s = serve({ fetch: app.fetch, hostname: host, port, createServer: createShedServer }, (info) => {
           resolve(s);
         });
       });
