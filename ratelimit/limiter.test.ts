@@ -3,7 +3,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { EdgeqError, FakeClock } from '../src/core/index.ts';
 import { jainIndex } from './fair-share.ts';
-import { AdmissionLimiter, CONCURRENCY_MIN, LIMITER_FLOOR_FRACTION, type AdmissionLimiterOptions, type LimiterView } from './limiter.ts';
+import { AdmissionLimiter, CONCURRENCY_MIN, CONCURRENCY_TARGET_MULTIPLE, LIMITER_FLOOR_FRACTION, type AdmissionLimiterOptions, type LimiterView } from './limiter.ts';
 import { GRADIENT_DEFAULTS } from './controller.ts';
 import { SIGNAL_NAMES, SIGNAL_TARGETS_DEFAULT, type LoadSignals } from './signals.ts';
 
@@ -238,8 +238,8 @@ describe('AdmissionLimiter: max-min fair shares by weight', () => {
 describe('AdmissionLimiter: concurrency, none, logs, view, bad input', () => {
   it('refuses past the concurrency limit (Little\'s law, floored) and admits again once a request is done', () => {
     const clock = new FakeClock();
-    const l = limiter({ clock, initialPerSec: 500 });
-    // 500 records/s × 20 ms = 10 requests: the floor applies.
+    const l = limiter({ clock, initialPerSec: 190 });
+    // 190 records/s × 20 ms × 4 = 15.2 requests: the floor applies.
     expect(l.view().concurrencyLimit).toBe(CONCURRENCY_MIN);
     const tickets = Array.from({ length: CONCURRENCY_MIN }, () => l.admit('acme', 1));
     expect(l.view().inFlight).toBe(CONCURRENCY_MIN);
@@ -253,13 +253,13 @@ describe('AdmissionLimiter: concurrency, none, logs, view, bad input', () => {
   it('derives the concurrency limit from capacity × the p99 target per request', () => {
     const clock = new FakeClock();
     const l = limiter({ clock, initialPerSec: 100_000 });
-    // 100 000 single records/s × 20 ms = 2 000 requests in flight.
-    expect(l.view().concurrencyLimit).toBe(2000);
+    // 100 000 single records/s × 20 ms × 4 = 8 000 requests in flight.
+    expect(l.view().concurrencyLimit).toBe(2000 * CONCURRENCY_TARGET_MULTIPLE);
   });
 
   it('shares the concurrency limit by weight: a tenant filling the slots does not shut out the others', () => {
     const clock = new FakeClock();
-    // 1 000 records/s × 20 ms = 20 requests in flight (the floor is 16).
+    // 1 000 records/s × 20 ms × 4 = 80 requests in flight.
     const l = limiter({ clock, initialPerSec: 1_000 });
     const limit = l.view().concurrencyLimit!;
     const held: { done(ok: boolean, ms: number): void }[] = [];

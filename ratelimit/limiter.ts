@@ -79,6 +79,14 @@ export const LIMITER_TENANTS_MAX = 10_000;
 export const TENANT_IDLE_INTERVALS_MAX = 300;
 /** Concurrency floor: a cell answering in 1 ms at a low capacity still gets this many requests in flight. */
 export const CONCURRENCY_MIN = 16;
+/**
+ * The concurrency limit is the requests capacity makes in flight at this many times the p99
+ * target. At 1x it bound before the rate did whenever produces took longer than the target (a
+ * gateway short of CPU): slots then went to whoever arrived when one freed, in proportion to
+ * arrivals, and a tenant sending 10x took most of them (bench:overload, Jain 0.83). The rate's
+ * fair shares do the sharing; the concurrency limit is for a cell that stops answering.
+ */
+export const CONCURRENCY_TARGET_MULTIPLE = 4;
 /** Concurrency ceiling, whatever the capacity says. */
 export const CONCURRENCY_MAX = 100_000;
 /**
@@ -524,11 +532,11 @@ export class AdmissionLimiter {
     else t.bucket = new TokenBucket(spec, this.clock);
   }
 
-  /** Little's law: the requests/s `capacity` makes, times the produce p99 target. */
+  /** Little's law: the requests/s `capacity` makes, times the produce p99 target (and its multiple). */
   private concurrencyFor(capacity: number): number {
     if (!Number.isFinite(capacity)) return CONCURRENCY_MAX;
     const targetSec = (this.targets.produceP99Ms > 0 ? this.targets.produceP99Ms : SIGNAL_TARGETS_DEFAULT.produceP99Ms) / 1000;
     const requestsPerSec = capacity / Math.max(1, this.recordsPerRequest);
-    return Math.min(CONCURRENCY_MAX, Math.max(CONCURRENCY_MIN, Math.ceil(requestsPerSec * targetSec)));
+    return Math.min(CONCURRENCY_MAX, Math.max(CONCURRENCY_MIN, Math.ceil(requestsPerSec * targetSec * CONCURRENCY_TARGET_MULTIPLE)));
   }
 }
