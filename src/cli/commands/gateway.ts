@@ -129,8 +129,11 @@ export function registerGatewayCommand(program: Command): void {
       // Records of global topics written here are shown with this region as their origin.
       const region = meshFlags?.region ?? flags.region ?? process.env.EDGEQ_REGION ?? 'local';
       // Quotas are read from the cell every second; global ones follow the mesh once it runs.
+      // Not awaited: a gateway starts while its cell is still coming up (a region restarted whole),
+      // and the first read, with its retries, must not hold the start (nor, with nothing else
+      // keeping the process alive yet, end it). Quotas apply from the first read on.
       const quotas = new QuotaEnforcer({ admin: client.admin(), logger });
-      await quotas.start();
+      void quotas.start();
       // The admission limiter (issue 14); with `none` it admits everything and only counts.
       const signals = new GatewayLoadSignals({ cell: client.admin(), mesh, intervalMs: limiterConfig.intervalMs, logger });
       const limiter = new AdmissionLimiter({
