@@ -96,24 +96,13 @@ async function runFlow(flow: Flow, o: RunOptions): Promise<FlowStats> {
   const windowMs = o.windowMs ?? o.durationMs;
   const record = o.record ?? true;
   const windows = Math.max(1, Math.ceil(o.durationMs / windowMs));
-  const s: FlowStats = {
-    name: flow.name,
+  const s = zeroStats(flow.name, {
     offeredPerSec: flow.ratePerSec,
     durationMs: o.durationMs,
     due: Math.max(0, Math.round((flow.ratePerSec * o.durationMs) / 1000)),
-    sent: 0,
-    ok: 0,
-    throttled: 0,
-    other: 0,
-    timeouts: 0,
-    dropped: 0,
-    answers: {},
-    latency: newHistogram(),
-    throttledLatency: newHistogram(),
     okByWindow: new Array<number>(windows).fill(0),
-    okAfterWindows: 0,
-    okAnsweredInRun: 0,
-  };
+  });
+
   if (s.due === 0) return s;
   const intervalMs = 1000 / flow.ratePerSec;
   const t0 = performance.now() + START_DELAY_MS;
@@ -176,26 +165,15 @@ export function percentileMs(h: Histogram, p: number): number | null {
   return Math.round(h.getValueAtPercentile(p)) / 1000;
 }
 
+/** A flow's figures before anything was sent: every count 0, empty histograms. */
+function zeroStats(name: string, o: Pick<FlowStats, 'offeredPerSec' | 'durationMs' | 'due' | 'okByWindow'>): FlowStats {
+  return { name, ...o, sent: 0, ok: 0, throttled: 0, other: 0, timeouts: 0, dropped: 0, answers: {}, latency: newHistogram(), throttledLatency: newHistogram(), okAfterWindows: 0, okAnsweredInRun: 0 };
+}
+
 /** The flows' figures summed into one (histograms added into a new one). */
 export function mergeStats(name: string, stats: readonly FlowStats[]): FlowStats {
-  const out: FlowStats = {
-    name,
-    offeredPerSec: 0,
-    durationMs: Math.max(0, ...stats.map((x) => x.durationMs)),
-    due: 0,
-    sent: 0,
-    ok: 0,
-    throttled: 0,
-    other: 0,
-    timeouts: 0,
-    dropped: 0,
-    answers: {},
-    latency: newHistogram(),
-    throttledLatency: newHistogram(),
-    okByWindow: [],
-    okAfterWindows: 0,
-    okAnsweredInRun: 0,
-  };
+  const out = zeroStats(name, { offeredPerSec: 0, durationMs: Math.max(0, ...stats.map((x) => x.durationMs)), due: 0, okByWindow: [] });
+
   for (const x of stats) {
     out.offeredPerSec += x.offeredPerSec;
     for (const k of ['due', 'sent', 'ok', 'throttled', 'other', 'timeouts', 'dropped', 'okAfterWindows', 'okAnsweredInRun'] as const) out[k] += x[k];

@@ -20,9 +20,8 @@ import { checkGroupId, GroupMembers, MEMBER_TOPICS_MAX, type JoinRequest } from 
 import { noMesh, type GatewayMesh } from './mesh.ts';
 import { registerFailoverRoute } from './failover-route.ts';
 import { registerQuotaRoutes } from './quota-routes.ts';
-import type { QuotaEnforcer } from '../../ratelimit/index.ts';
 import { registerLimiterRoute } from './limiter-route.ts';
-import { registerLimiterMetrics, type AdmissionLimiter } from '../../ratelimit/index.ts';
+import { registerLimiterMetrics, type AdmissionLimiter, type QuotaEnforcer } from '../../ratelimit/index.ts';
 import { checkBatches, checkRecords, recordBytes, parseJsonRecords, parseProtobufBatches, parseValueEncoding, toJsonRecord, type GatewayRecord } from './records.ts';
 
 /** What the app is built from. */

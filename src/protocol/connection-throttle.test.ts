@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../core/index.ts';
 import { apiSpec } from './index.ts';
 import { Connection } from './connection.ts';
-import { FakeNetwork, settle } from './test-support.ts';
+import { FakeNetwork, settle, track } from './test-support.ts';
 
 const address = { host: 'fake', port: 1 };
 
@@ -23,19 +23,6 @@ function throttlingBroker(network: FakeNetwork, throttleMs: number): string[] {
     },
   });
   return seen;
-}
-
-function track<T>(p: Promise<T>): { state: () => string; error: () => unknown } {
-  let state = 'pending';
-  let error: unknown = null;
-  p.then(
-    () => (state = 'resolved'),
-    (e: unknown) => {
-      state = 'rejected';
-      error = e;
-    },
-  );
-  return { state: () => state, error: () => error };
 }
 
 describe('Connection throttle (KIP-219, client side)', () => {

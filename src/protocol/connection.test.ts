@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../core/index.ts';
 import { decodeBody, type MetadataRequest } from './index.ts';
 import { Connection } from './connection.ts';
-import { FakeNetwork, settle } from './test-support.ts';
+import { FakeNetwork, settle, track } from './test-support.ts';
 
 const address = { host: 'fake', port: 1 };
 const metadataAnswer = (topic: string) => ({ brokers: [], controllerId: 1, clusterId: 'fake', topics: [{ name: topic, partitions: [], internal: false }] });
@@ -11,18 +11,6 @@ const answering = (network: FakeNetwork) =>
   network.set('fake:1', { brokerId: 4, handler: (f, reply) => reply(metadataAnswer(decodeBody<MetadataRequest>('MetadataRequest', f.body).topics?.[0] ?? '')) });
 
 /** Tracks a promise's outcome without awaiting it, so a test can check it is still pending. */
-function track<T>(p: Promise<T>): { state: () => 'pending' | 'resolved' | 'rejected'; error: () => unknown } {
-  let state: 'pending' | 'resolved' | 'rejected' = 'pending';
-  let error: unknown = null;
-  p.then(
-    () => (state = 'resolved'),
-    (e: unknown) => {
-      state = 'rejected';
-      error = e;
-    },
-  );
-  return { state: () => state, error: () => error };
-}
 
 describe('Connection over an injected transport', () => {
   it('negotiates and answers through the socket the factory gave it', async () => {

@@ -109,3 +109,17 @@ export class FakeNetwork {
 export async function settle(rounds = 10): Promise<void> {
   for (let i = 0; i < rounds; i++) await new Promise((resolve) => setImmediate(resolve));
 }
+
+/** Watches a promise without awaiting it: its state now, and its error once rejected. */
+export function track<T>(p: Promise<T>): { state: () => 'pending' | 'resolved' | 'rejected'; error: () => unknown } {
+  let state: 'pending' | 'resolved' | 'rejected' = 'pending';
+  let error: unknown = null;
+  p.then(
+    () => (state = 'resolved'),
+    (e: unknown) => {
+      state = 'rejected';
+      error = e;
+    },
+  );
+  return { state: () => state, error: () => error };
+}
