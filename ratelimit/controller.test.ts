@@ -91,6 +91,48 @@ describe('GradientController against a simulated plant', () => {
     expect(Math.max(...steps.map((s) => s.capacity))).toBeLessThanOrEqual(700);
   });
 
+  it('pre-warm: a planned ramp is admitted at once instead of climbing, and capacity falls back after it', () => {
+    // A plant that serves 5 000/s; demand ramps from 500 to 3 000 at t = 20 and back at t = 40.
+    const offered = (t: number) => (t >= 20 && t < 40 ? 3000 : 500);
+    const plain = run(new GradientController({ initialPerSec: 600, targets: TARGETS }), 60, () => 5000, offered);
+    const warmed = new GradientController({ initialPerSec: 600, targets: TARGETS });
+    const steps: Step[] = [];
+    // The plan for each step, decided ahead: 3 300/s over the ramp, none otherwise.
+    for (let t = 0; t < 60; t++) {
+      warmed.setPlanned(t >= 20 && t < 40 ? 3300 : null);
+      steps.push(...run(warmed, 1, () => 5000, () => offered(t)));
+    }
+    const refused = (xs: Step[]) => xs.slice(20, 40).reduce((n, s, i) => n + (offered(20 + i) - s.admitted), 0);
+    expect(refused(plain)).toBeGreaterThan(10_000);
+    expect(refused(steps)).toBe(0);
+    // After the ramp the lift is gone: capacity is the controller's own level again, well under the plan.
+    expect(steps[45]!.capacity).toBeLessThan(3300);
+    expect(steps[45]!.capacity).toBe(plain[45]!.capacity);
+  });
+
+  it('pre-warm never overrides overload protection: a plan above what the plant serves is cut and held off', () => {
+    const c = new GradientController({ initialPerSec: 500, targets: TARGETS });
+    c.setPlanned(5000);
+    const steps = run(c, 60, () => 1000, () => 3000);
+    // The lift admits 5 000/s once; the pressure then cuts, and the lift stays off long enough
+    // for the law to settle near the service rate rather than bounce back to the plan.
+    expect(steps[0]!.capacity).toBe(5000);
+    const settled = steps.slice(30);
+    expect(Math.max(...settled.map((s) => s.capacity))).toBeLessThan(5000);
+    const goodput = settled.reduce((n, s) => n + s.served, 0) / settled.length;
+    expect(goodput).toBeGreaterThanOrEqual(900);
+  });
+
+  it('pre-warm: demand beyond a low plan still grows capacity from the lifted level', () => {
+    const c = new GradientController({ initialPerSec: 200, targets: TARGETS });
+    c.setPlanned(1000);
+    expect(c.capacity()).toBe(1000);
+    const steps = run(c, 30, () => 10_000, () => 2000);
+    // The first interval already grows from the lift (1 000 × 1.05), not from the own 200.
+    expect(steps[0]!.capacity).toBe(1050);
+    expect(steps[29]!.capacity).toBeGreaterThan(1000 * 1.05 ** 10);
+  });
+
   it('beats the seeds\' rule on goodput at 3x overload (the baseline behind the same interface)', () => {
     const gradient = run(new GradientController({ initialPerSec: 1000, targets: TARGETS }), 120, () => 1000, () => 3000).slice(60);
     const seeds = run(new SeedsRuleController(3000, 10, TARGETS), 120, () => 1000, () => 3000).slice(60);

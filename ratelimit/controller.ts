@@ -22,8 +22,15 @@
  *    Cutting further when cutting does not help only refuses goodput.
  *
  * The seeds' rule (`capacity = base × (1 − load/100)`) sits behind the same interface, as the
- * baseline the benchmark runs beside it. A ceiling input (the forecast pre-scaling raises it ahead
- * of peaks) bounds both.
+ * baseline the benchmark runs beside it. A ceiling input bounds both.
+ *
+ * Pre-warm (`setPlanned`, the forecast pre-scaling's input): the planner's capacity for the current
+ * step, decided ahead of a forecast ramp. While no signal presses, capacity jumps up to it at once
+ * instead of climbing a few percent per interval, so the ramp is admitted; demand above it still
+ * grows capacity the usual way (a low forecast never refuses what the controller alone would
+ * admit), and when the plan falls after the peak, capacity falls back to the controller's own
+ * level. The forecast never overrides overload protection: a cut applies as always, and the lift
+ * stays off for PREWARM_HOLD_INTERVALS calm intervals after it, so cut and lift do not alternate.
  */
 import { pressures, SIGNAL_TARGETS_DEFAULT, type LoadSignals, type SignalName, type SignalTargets } from './signals.ts';
 
@@ -41,9 +48,14 @@ export interface CapacityController {
   update(signals: LoadSignals, demandPerSec: number, achievedPerSec?: number): ControllerDecision;
   /** The capacity now. */
   capacity(): number;
-  /** The most capacity may reach (raised ahead of forecast peaks; Infinity: none). */
+  /** The most capacity may reach (Infinity: none). */
   setCeiling(perSec: number): void;
+  /** The pre-warm level (records/s) capacity is lifted to while no signal presses; null: none. */
+  setPlanned(perSec: number | null): void;
 }
+
+/** Calm intervals after a cut before the plan may lift capacity again. */
+export const PREWARM_HOLD_INTERVALS = 5;
 
 export interface GradientOptions {
   initialPerSec: number;
@@ -75,7 +87,13 @@ export const GRADIENT_DEFAULTS: Readonly<Omit<GradientOptions, 'initialPerSec'>>
 });
 
 export class GradientController implements CapacityController {
+  /** The capacity in force: the controller's own level, or the plan's while it lifts it. */
   private cap: number;
+  /** The controller's own level: what capacity would be without the plan. */
+  private own: number;
+  private planned: number | null = null;
+  /** Calm intervals left before the plan may lift capacity again (set by a cut). */
+  private liftHold = 0;
   private ceiling = Infinity;
   private readonly o: GradientOptions;
   /** The rates acknowledged in the last intervals (newest last), for the max filter. */
@@ -87,7 +105,7 @@ export class GradientController implements CapacityController {
 
   constructor(o: Partial<GradientOptions> & { initialPerSec: number }) {
     this.o = { ...GRADIENT_DEFAULTS, ...o };
-    this.cap = o.initialPerSec;
+    this.cap = this.own = o.initialPerSec;
   }
 
   capacity(): number {
@@ -97,6 +115,13 @@ export class GradientController implements CapacityController {
   setCeiling(perSec: number): void {
     this.ceiling = perSec;
     this.cap = Math.min(this.cap, perSec);
+    this.own = Math.min(this.own, perSec);
+  }
+
+  setPlanned(perSec: number | null): void {
+    this.planned = perSec;
+    // Applied now, both ways: a step's plan holds for the step, not from the next interval on.
+    this.cap = this.bounded(this.liftHold === 0 && perSec !== null ? Math.max(this.own, perSec) : this.own);
   }
 
   update(signals: LoadSignals, demandPerSec: number, achievedPerSec = 0): ControllerDecision {
@@ -117,13 +142,32 @@ export class GradientController implements CapacityController {
           this.cutPressure = pressure;
         }
       }
+      // Whatever the plan said, the level the pressure left is the controller's own from now on.
+      this.own = this.cap;
+      this.liftHold = PREWARM_HOLD_INTERVALS;
     } else {
       this.cutPressure = null;
       this.heldPressure = null;
-      if (pressure < this.o.growBelow && demandPerSec >= this.cap * 0.9) this.cap = this.cap * (1 + this.o.growth);
+      if (this.liftHold > 0) this.liftHold--;
+      if (pressure < this.o.growBelow) {
+        // Demand beyond a lifted capacity (the forecast was low) grows it from the lift; demand
+        // within it grows the controller's own level by its own law, so that the own level, what
+        // capacity falls back to after the peak, is what the controller alone would have reached.
+        if (demandPerSec > this.cap && this.cap > this.own) this.own = this.cap * (1 + this.o.growth);
+        else if (demandPerSec >= this.own * 0.9) this.own = this.own * (1 + this.o.growth);
+      }
+      this.own = this.bounded(this.own);
+      const lift = this.liftHold === 0 && this.planned !== null ? this.planned : 0;
+      // Near the target (growBelow ≤ pressure ≤ 1) the lift holds what it reached but raises no further.
+      this.cap = Math.max(this.own, pressure < this.o.growBelow ? lift : Math.min(this.cap, lift));
     }
-    this.cap = Math.max(this.o.minPerSec, Math.min(this.ceiling, this.cap));
+    this.own = this.bounded(this.own);
+    this.cap = this.bounded(this.cap);
     return { capacityPerSec: this.cap, binding, pressure };
+  }
+
+  private bounded(perSec: number): number {
+    return Math.max(this.o.minPerSec, Math.min(this.ceiling, perSec));
   }
 }
 
@@ -152,6 +196,9 @@ export class SeedsRuleController implements CapacityController {
   setCeiling(perSec: number): void {
     this.ceiling = perSec;
   }
+
+  /** The seeds' rule is the benchmark's memoryless baseline: it has no pre-warm input. */
+  setPlanned(): void {}
 
   update(signals: LoadSignals): ControllerDecision {
     const { binding, pressure } = pressures(signals, this.targets);

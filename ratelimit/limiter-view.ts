@@ -42,8 +42,10 @@ export interface LimiterView {
   demandPerSec: number;
   /** Records/s acknowledged in the last interval. */
   achievedPerSec: number;
-  /** The most capacity may reach (the forecast pre-scaling raises it); null: none. */
+  /** The most capacity may reach; null: none. */
   ceilingPerSec: number | null;
+  /** The forecast pre-scaling's level for the current step, capacity is lifted to it while no signal presses; null: no plan. */
+  plannedPerSec: number | null;
   /** The signal with the highest pressure, once it is at least 0.5 (BINDING_PRESSURE_MIN); null: none binds. */
   binding: SignalName | null;
   /** The highest pressure (value / target) of any signal. */

@@ -167,6 +167,36 @@ describe('AdmissionLimiter: capacity from the signals', () => {
     l.setCeiling(Infinity);
     expect(l.view().ceilingPerSec).toBeNull();
   });
+
+  it('pre-warm lifts capacity to the plan at once, the concurrency limit with it, and drops back when the plan ends', () => {
+    const clock = new FakeClock();
+    const l = limiter({ clock, initialPerSec: 500 });
+    const before = l.view();
+    l.prewarm(4000);
+    expect(l.view()).toMatchObject({ capacityPerSec: 4000, plannedPerSec: 4000 });
+    expect(l.view().concurrencyLimit!).toBeGreaterThan(before.concurrencyLimit!);
+    // Over one second a tenant is admitted the planned rate, not the 500/s the controller had.
+    let admitted = 0;
+    for (let ms = 0; ms < 1000; ms += 10) {
+      clock.advance(10);
+      for (let i = 0; i < 100; i++) {
+        try {
+          l.admit('acme', 1).done(true, 1);
+          admitted++;
+        } catch {
+          break;
+        }
+      }
+    }
+    expect(admitted).toBeGreaterThan(3000);
+    l.prewarm(null);
+    expect(l.view()).toMatchObject({ capacityPerSec: 500, plannedPerSec: null });
+    // The ceiling still bounds the lift.
+    l.setCeiling(1000);
+    l.prewarm(4000);
+    expect(l.view().capacityPerSec).toBe(1000);
+    l.close();
+  });
 });
 
 describe('AdmissionLimiter: max-min fair shares by weight', () => {
@@ -331,7 +361,7 @@ describe('AdmissionLimiter: concurrency, none, logs, view, bad input', () => {
     clock.advance(INTERVAL_MS);
     l.tick();
     const v: LimiterView = l.view();
-    expect(Object.keys(v).sort()).toEqual(['achievedPerSec', 'binding', 'capacityPerSec', 'ceilingPerSec', 'concurrencyLimit', 'controller', 'demandPerSec', 'inFlight', 'intervalMs', 'pressure', 'signals', 'tenants'].sort());
+    expect(Object.keys(v).sort()).toEqual(['achievedPerSec', 'binding', 'capacityPerSec', 'ceilingPerSec', 'plannedPerSec', 'concurrencyLimit', 'controller', 'demandPerSec', 'inFlight', 'intervalMs', 'pressure', 'signals', 'tenants'].sort());
     expect(Object.keys(v.signals).sort()).toEqual([...SIGNAL_NAMES].sort());
     for (const s of Object.values(v.signals)) expect(Object.keys(s).sort()).toEqual(['failures', 'pressure', 'target', 'value']);
     expect(v).toMatchObject({ controller: 'edgeq', intervalMs: INTERVAL_MS, capacityPerSec: 1000, inFlight: 0, demandPerSec: 3, achievedPerSec: 3, ceilingPerSec: null, binding: null });
@@ -363,5 +393,7 @@ describe('AdmissionLimiter: concurrency, none, logs, view, bad input', () => {
     l.setCeiling(900);
     for (const bad of [NaN, 0, -1, 5]) expect(thrown(() => l.setCeiling(bad)).details['field']).toBe('ceilingPerSec');
     expect(l.view()).toMatchObject({ ceilingPerSec: 900, capacityPerSec: 900 });
+    for (const bad of [NaN, 0, -1, 5, Infinity, 2e9]) expect(thrown(() => l.prewarm(bad)).details['field']).toBe('plannedPerSec');
+    expect(l.view()).toMatchObject({ plannedPerSec: null, capacityPerSec: 900 });
   });
 });

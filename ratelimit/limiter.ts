@@ -182,6 +182,7 @@ export class AdmissionLimiter {
   private level: number | null = null;
   private capacity: number;
   private ceiling = Infinity;
+  private planned: number | null = null;
   private concurrency: number;
   private recordsPerRequest = 1;
   private lastTickMs: number;
@@ -314,6 +315,24 @@ export class AdmissionLimiter {
     this.reshare();
   }
 
+  /**
+   * The forecast pre-scaling's input: the planner's capacity for the current step (records/s),
+   * decided ahead of a forecast ramp; null: no plan (reactive mode, or no forecast yet). While no
+   * load signal presses, capacity is lifted to it at once (see controller.ts: pre-warm); the
+   * controller still cuts under it on overload.
+   */
+  prewarm(perSec: number | null): void {
+    if (perSec !== null && (typeof perSec !== 'number' || !Number.isFinite(perSec) || perSec < GRADIENT_DEFAULTS.minPerSec || perSec > LIMITER_PER_SEC_MAX)) {
+      throw new EdgeqError('INVALID_ARGUMENT', `plannedPerSec must be null or a number in [${GRADIENT_DEFAULTS.minPerSec}, ${LIMITER_PER_SEC_MAX}], got ${String(perSec)}`, { details: { field: 'plannedPerSec' } });
+    }
+    this.planned = perSec;
+    if (!this.controller) return;
+    this.controller.setPlanned(perSec);
+    this.capacity = Math.min(this.controller.capacity(), this.ceiling);
+    this.concurrency = this.concurrencyFor(this.capacity);
+    this.reshare();
+  }
+
   /** One control interval (the timer calls it; tests on a fake clock may too). */
   tick(): void {
     const now = this.clock.monotonicMs();
@@ -384,6 +403,7 @@ export class AdmissionLimiter {
       demandPerSec: this.demandPerSec,
       achievedPerSec: this.achievedPerSec,
       ceilingPerSec: Number.isFinite(this.ceiling) ? this.ceiling : null,
+      plannedPerSec: this.planned,
       binding: this.binding,
       pressure: this.pressure,
       signals,

@@ -59,7 +59,7 @@ function drain(): void {
 describe('the admission limiter in the gateway', () => {
   it('GET /v1/limiter answers its shape', async () => {
     const v = await view();
-    expect(Object.keys(v).sort()).toEqual(['achievedPerSec', 'binding', 'capacityPerSec', 'ceilingPerSec', 'concurrencyLimit', 'controller', 'demandPerSec', 'inFlight', 'intervalMs', 'pressure', 'signals', 'tenants'].sort());
+    expect(Object.keys(v).sort()).toEqual(['achievedPerSec', 'binding', 'capacityPerSec', 'ceilingPerSec', 'plannedPerSec', 'concurrencyLimit', 'controller', 'demandPerSec', 'inFlight', 'intervalMs', 'pressure', 'signals', 'tenants'].sort());
     expect(v).toMatchObject({ controller: 'edgeq', intervalMs: INTERVAL_MS, capacityPerSec: 200, ceilingPerSec: null, inFlight: 0 });
     expect(Object.keys(v.signals).sort()).toEqual([...SIGNAL_NAMES].sort());
     expect(v.signals.produceP99Ms.target).toBe(TARGET_P99_MS);
