@@ -23,8 +23,30 @@ export interface RegionLoad {
   headroomRecordsPerSec: number | null;
 }
 
-/** The forecast summary slot (filled by the pre-scaling issue): a typed empty value until then. */
-export type ForecastSummary = { kind: 'none' } | { kind: 'forecast'; horizonMs: number; peakRecordsPerSec: number; p90RecordsPerSec: number; generatedAtMs: number };
+/**
+ * The region's forecast and plan as the planner publishes them (forecast/planner/mesh-summary.ts
+ * builds and checks it): the next hour's P50/P90 in at most FORECAST_SUMMARY_POINTS_MAX points of
+ * `pointMs` each from `t0` (each point's P50 is the mean of its steps, its P90 the largest), and
+ * the most the plan wants over them. Compact on purpose: the whole region entry must fit the
+ * mesh's bound on a state value (1 KiB). `{kind: 'none'}` while the region has no forecast.
+ */
+export type ForecastSummary =
+  | { kind: 'none' }
+  | {
+      kind: 'forecast';
+      generatedAtMs: number;
+      /** Start of the first point, epoch ms. */
+      t0: number;
+      pointMs: number;
+      p50: number[];
+      p90: number[];
+      plan: { broker: number; gateway: number; ceilingPerSec: number };
+      method: string;
+      mode: 'predictive' | 'reactive';
+    };
+
+/** Points of a published forecast summary (12 × 5 minutes for an hour at the default step). */
+export const FORECAST_SUMMARY_POINTS_MAX = 12;
 
 /** One region's entry in the mesh state. */
 export interface RegionInfo {

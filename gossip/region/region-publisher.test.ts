@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/core/index.ts';
 import { MeshKeys } from './mesh-state.ts';
-import { REGION_HEALTH_TIMEOUT_MS, RegionPublisher } from './region-publisher.ts';
+import { REGION_ENTRY_BYTES_MAX, REGION_HEALTH_TIMEOUT_MS, RegionPublisher } from './region-publisher.ts';
 import type { RegionHealth, RegionInfo } from './region-info.ts';
 import { FakeMesh } from './test-support.ts';
 
@@ -53,6 +53,20 @@ describe('region publisher', () => {
     expect((member.state()[0]!.value as RegionInfo).health.brokersAlive).toBe(3);
     await pub.publish();
     expect((member.state()[0]!.value as RegionInfo).health).toMatchObject({ brokersAlive: 2, underReplicatedPartitions: 4 });
+  });
+
+  it('publishes the forecast slot it is given, and leaves it out rather than pass the mesh value bound', async () => {
+    const clock = new FakeClock();
+    const member = new FakeMesh(clock).member('eu-west');
+    const forecast = { kind: 'forecast' as const, generatedAtMs: 1, t0: 60_000, pointMs: 60_000, p50: [10, 20], p90: [15, 30], plan: { broker: 1, gateway: 1, ceilingPerSec: 30 }, method: 'seasonal_naive', mode: 'predictive' as const };
+    let brokers = ['127.0.0.1:9102'];
+    const pub = new RegionPublisher(member, { health: async () => HEALTHY, ingressTotals: () => ({ records: 0, bytes: 0 }), forecast: () => forecast, gateways: ['http://127.0.0.1:8081'], get brokers() { return brokers; } }, { clock });
+    expect((await pub.publish()).forecast).toEqual(forecast);
+    // So many broker addresses that the entry with its forecast would pass REGION_ENTRY_BYTES_MAX.
+    brokers = Array.from({ length: 60 }, (_, i) => `127.0.0.1:${10_000 + i}`);
+    const info = await pub.publish();
+    expect(info.forecast).toEqual({ kind: 'none' });
+    expect(Buffer.byteLength(JSON.stringify(info))).toBeGreaterThan(REGION_ENTRY_BYTES_MAX - 400);
   });
 
   it('reports an unknown health when the cell does not answer in time, without stalling', async () => {

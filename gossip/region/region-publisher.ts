@@ -13,6 +13,8 @@ import { NO_FORECAST, type ForecastSummary, type RegionHealth, type RegionInfo, 
 export const REGION_PUBLISH_INTERVAL_MS = 1_000;
 /** Longest an unchanged entry goes without a new version (its `updatedAt` shows it is current). */
 export const REGION_REFRESH_INTERVAL_MS = 10_000;
+/** Bytes of the entry: the mesh's default bound on one state value (stateValueBytesMax). */
+export const REGION_ENTRY_BYTES_MAX = 1024;
 /** Bound on one health probe of the cell. */
 export const REGION_HEALTH_TIMEOUT_MS = 2_000;
 
@@ -80,8 +82,15 @@ export class RegionPublisher {
 
   /** Gathers the entry and writes it when it changed or is due for a refresh. */
   async publish(): Promise<RegionInfo> {
-    const info = await this.gather();
-    const json = JSON.stringify(info);
+    let info = await this.gather();
+    let json = JSON.stringify(info);
+    if (Buffer.byteLength(json) > REGION_ENTRY_BYTES_MAX && info.forecast.kind !== 'none') {
+      // The forecast is the part that can be left out: health, load and addresses are what the
+      // mesh is for. A region with many gateways or brokers publishes no forecast rather than none at all.
+      this.logger.warn({ bytes: Buffer.byteLength(json), max: REGION_ENTRY_BYTES_MAX }, 'region entry too large with its forecast: published without it');
+      info = { ...info, forecast: NO_FORECAST };
+      json = JSON.stringify(info);
+    }
     const now = this.clock.monotonicMs();
     if (!this.stopped && (!this.last || this.last.json !== json || now - this.last.atMs >= this.refreshIntervalMs)) {
       this.mesh.setState(MeshKeys.region(info.region), info);

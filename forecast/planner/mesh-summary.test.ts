@@ -1,0 +1,51 @@
+// The mesh summary of a planner report: compact (fits the mesh's 1 KiB state value with the rest
+// of the region entry), checked on the way back in, and expanded onto another region's steps.
+import { describe, expect, it } from 'vitest';
+import { FORECAST_SUMMARY_POINTS_MAX } from '../../gossip/region/index.ts';
+import { expandSummary, parseForecastSummary, summarizeForMesh } from './mesh-summary.ts';
+import type { CapacityModel } from './types.ts';
+
+const model: CapacityModel = { method: 'seasonal_naive', trainedAt: null, backtestMase: null, liveMase: null, mode: 'predictive' };
+const STEP = 60_000;
+
+function report(points: number) {
+  const t0 = 1_800_000_000_000;
+  const forecast = Array.from({ length: points }, (_, i) => ({ t: t0 + i * STEP, p50: 100 + i, p90: 150 + i * 2 }));
+  const plan = forecast.map((f) => ({ t: f.t, instances: { broker: Math.ceil(f.p90 / 100), gateway: Math.ceil(f.p90 / 50) }, ceilingPerSec: f.p90 }));
+  return { step: STEP, forecast, plan, model };
+}
+
+describe('forecast summary in the mesh', () => {
+  it('groups an hour of 1-minute steps into 12 points: P50 the mean, P90 the largest, the plan its peak', () => {
+    const s = summarizeForMesh(report(60), 5);
+    if (s.kind !== 'forecast') throw new Error('expected a forecast');
+    expect(s.p50).toHaveLength(FORECAST_SUMMARY_POINTS_MAX);
+    expect(s.pointMs).toBe(5 * STEP);
+    expect(s.p50[0]).toBe(102); // mean of 100..104
+    expect(s.p90[0]).toBe(158); // largest of 150..158
+    expect(s.plan).toEqual({ broker: 3, gateway: 6, ceilingPerSec: 268 });
+    expect(Buffer.byteLength(JSON.stringify(s))).toBeLessThan(400);
+  });
+
+  it('is none without a forecast', () => {
+    expect(summarizeForMesh(report(0), 5)).toEqual({ kind: 'none' });
+  });
+
+  it('reads back what it wrote and refuses malformed entries', () => {
+    const s = summarizeForMesh(report(30), 5);
+    expect(parseForecastSummary(JSON.parse(JSON.stringify(s)))).toEqual(s);
+    const good = JSON.parse(JSON.stringify(s)) as Record<string, unknown>;
+    for (const bad of [null, 7, { kind: 'none' }, { ...good, p50: [1] }, { ...good, p90: [-1, ...(good['p90'] as number[]).slice(1)] }, { ...good, pointMs: 0 }, { ...good, mode: 'x' }, { ...good, plan: { broker: 'a' } }, { ...good, p50: new Array(13).fill(1), p90: new Array(13).fill(1) }]) {
+      expect(parseForecastSummary(bad)).toBeNull();
+    }
+  });
+
+  it('expands onto the steps of another region, scaled by its share', () => {
+    const s = parseForecastSummary(summarizeForMesh(report(60), 5))!;
+    const steps = expandSummary(s, 30_000, 0.5);
+    expect(steps).toHaveLength(120);
+    expect(steps[0]).toEqual({ t: s.t0, p50: 51, p90: 79 });
+    // The 11th step of 30 s is at 5 min: the second point.
+    expect(steps[10]).toEqual({ t: s.t0 + 300_000, p50: s.p50[1]! / 2, p90: s.p90[1]! / 2 });
+  });
+});
