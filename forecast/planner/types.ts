@@ -48,3 +48,30 @@ export interface CapacityModel {
   readonly liveMase: number | null;
   readonly mode: PlannerMode;
 }
+
+/** The body of `GET /v1/capacity`: the planner's report with the region and the figures of now. */
+export interface CapacityReport {
+  readonly region: string;
+  /** The step of the ingress history and the plan, ms. */
+  readonly step: number;
+  readonly now: {
+    /** Records/s of the last closed step (the region's, all its gateways). */
+    readonly ingressPerSec: number;
+    /** The limiter's capacity now (records/s); null with no limiter or the `none` law. */
+    readonly capacityPerSec: number | null;
+  };
+  readonly forecast: readonly CapacityForecastPoint[];
+  readonly plan: readonly CapacityPlanPoint[];
+  readonly model: CapacityModel;
+}
+
+/** What an autoscaler scrapes (the gateway's planner gauges). */
+export interface PlannerGauges {
+  /** The forecast for the step being decided now (now + lead), by quantile. */
+  readonly p50: number;
+  readonly p90: number;
+  /** Instances to have ready at now + lead (start them now: they take the lead to be ready). */
+  readonly desired: { readonly broker: number; readonly gateway: number };
+  readonly mode: PlannerMode;
+  readonly liveMase: number | null;
+}

@@ -21,6 +21,8 @@ import { noMesh, type GatewayMesh } from './mesh.ts';
 import { registerFailoverRoute } from './failover-route.ts';
 import { registerQuotaRoutes } from './quota-routes.ts';
 import { registerLimiterRoute } from './limiter-route.ts';
+import { registerCapacityRoute, type CapacitySource } from './capacity-route.ts';
+import { registerPlannerMetrics } from './planner-metrics.ts';
 import { registerLimiterMetrics, type AdmissionLimiter, type QuotaEnforcer } from '../../ratelimit/index.ts';
 import { checkBatches, checkRecords, recordBytes, parseJsonRecords, parseProtobufBatches, parseValueEncoding, toJsonRecord, type GatewayRecord } from './records.ts';
 
@@ -40,6 +42,8 @@ export interface GatewayDeps {
   quotas?: QuotaEnforcer | null;
   /** The admission limiter of the produce route (issue 14) and `GET /v1/limiter`; absent: none (404 there). */
   limiter?: AdmissionLimiter | null;
+  /** The forecast planner (issue 15): `GET /v1/capacity` and its gauges; absent: none (404 there). */
+  capacity?: CapacitySource | null;
 }
 
 /** The app plus what it holds open. */
@@ -161,6 +165,7 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
   app.notFound(onGatewayNotFound);
   const metrics = new GatewayMetrics({ processMetrics: deps.processMetrics ?? true });
   if (deps.limiter) registerLimiterMetrics(metrics.registry, deps.limiter);
+  if (deps.capacity) registerPlannerMetrics(metrics.registry, deps.capacity);
   /**
    * Runs a produce and records its latency, and its records and bytes when it succeeded. The
    * limiter (issue 14) admits it first, the request already parsed and checked: a refusal (503)
@@ -486,6 +491,7 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
   registerFailoverRoute(app, { mesh: deps.mesh, bodyBytesMax: limits.bodyBytesMax, requireJson });
   registerQuotaRoutes(app, { quotas: deps.quotas, bodyBytesMax: limits.bodyBytesMax, requireJson });
   registerLimiterRoute(app, { limiter: deps.limiter });
+  registerCapacityRoute(app, { capacity: deps.capacity });
 
   app.delete('/v1/groups/:group/members/:id', async (c) => {
     const group = c.req.param('group');
