@@ -19,3 +19,4 @@ export {
 } from './history.ts';
 export { ensureHistoryTopic, topicAppender, topicSource, INGRESS_HISTORY_TOPIC, HISTORY_POLL_RECORDS_MAX, APPEND_DELIVERY_MS } from './topic.ts';
 export { ingressHistorySettings, INGRESS_STEP_MS_DEFAULT, INGRESS_STEP_MS_MIN, INGRESS_STEP_MS_MAX, INGRESS_RETENTION_MS_DEFAULT, INGRESS_RETENTION_STEPS_MIN, type IngressHistorySettings } from './settings.ts';
+export { registerIngressHistoryMetrics } from './metrics.ts';
