@@ -23,8 +23,8 @@ import type { ClientQuotas } from './client-quotas.ts';
 import type { CellController, ProducerIdSource } from './controller.ts';
 import type { Handlers } from './request-router.ts';
 import type { TopicManager, TopicView } from './topic-manager.ts';
-import { isInternalTopic } from './topic-name.ts';
-import { FRAME_BYTES_MAX_DEFAULT } from '../protocol/index.ts';
+import { INGRESS_HISTORY_TOPIC, isInternalTopic } from './topic-name.ts';
+import { FRAME_BYTES_MAX_DEFAULT, GATEWAY_CLIENT_ID } from '../protocol/index.ts';
 
 /** What the handlers work with. */
 export interface HandlerDeps {
@@ -112,7 +112,7 @@ export function createHandlers(d: HandlerDeps): Handlers {
 
     Produce: async (req, ctx) => {
       for (const t of req.topics) {
-        if (isInternalTopic(t.name)) {
+        if (isInternalTopic(t.name) && !gatewayOwns(t.name, ctx.clientId)) {
           throw new EdgeqError('INVALID_TOPIC', `topic ${t.name} is internal: only the broker writes it`, { details: { topic: t.name } });
         }
       }
@@ -164,14 +164,21 @@ export function createHandlers(d: HandlerDeps): Handlers {
       ),
     }),
 
-    CreateTopics: async (req) => ({
+    CreateTopics: async (req, ctx) => ({
       topics: await sequential(req.topics, async (t) => {
         try {
           // 0 (absent) asks for the default: min(3, live brokers) in a cell, 1 on a lone broker.
           const input = { name: t.name, partitions: t.partitions, ...(t.replicationFactor ? { replicationFactor: t.replicationFactor } : {}), config: { ...(t.config ?? {}) } };
-          if (d.cell) await d.cell.createTopic(input, { validateOnly: req.validateOnly === true });
-          else if (req.validateOnly) d.topics.validateCreate(input);
-          else await d.topics.create(input);
+          // The one internal topic a client creates: the gateways' ingress history, local only
+          // (a global scope would exchange one region's history into every other's).
+          const internal = gatewayOwns(t.name, ctx.clientId);
+          if (internal && (input.config.scope ?? 'local') !== 'local') {
+            throw new EdgeqError('INVALID_CONFIG', `${t.name} is a local topic, got scope=${input.config.scope}`, { details: { topic: t.name, key: 'scope' } });
+          }
+          const opts = internal ? { internal: true } : {};
+          if (d.cell) await d.cell.createTopic(input, { validateOnly: req.validateOnly === true, ...opts });
+          else if (req.validateOnly) d.topics.validateCreate(input, opts);
+          else await d.topics.create(input, opts);
           return { name: t.name };
         } catch (err) {
           return { name: t.name, error: wireError(err) };
@@ -298,6 +305,14 @@ export function createHandlers(d: HandlerDeps): Handlers {
       return { cellId: d.cell?.cellId ?? d.clusterId, brokerId: d.self.id, brokers, replicas, leaseValid: d.cell ? d.cell.canLead() : true, fsyncP99Ms: d.metrics?.fsyncP99Ms() ?? 0 };
     },
   };
+}
+
+/**
+ * True for the internal topic the gateways write themselves (and only they). The broker has no
+ * authentication, so this keeps user clients from mistakes, not from an attacker on the network.
+ */
+function gatewayOwns(topic: string, clientId: string): boolean {
+  return topic === INGRESS_HISTORY_TOPIC && clientId === GATEWAY_CLIENT_ID;
 }
 
 /** Runs `fn` over `items` one after another (topic admin changes are serialised anyway). */

@@ -14,6 +14,7 @@ export {
   validateUserTopicName,
   isInternalTopic,
   CONSUMER_OFFSETS_TOPIC,
+  INGRESS_HISTORY_TOPIC,
   INTERNAL_TOPIC_PREFIX,
   TOPIC_NAME_BYTES_MAX,
 } from './topic-name.ts';

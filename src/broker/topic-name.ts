@@ -9,6 +9,11 @@ const TOPIC_NAME_PATTERN = /^[a-zA-Z0-9._-]+$/;
 /** Names starting with this are the broker's own topics (consumer offsets, mesh state, …). */
 export const INTERNAL_TOPIC_PREFIX = '__';
 export const CONSUMER_OFFSETS_TOPIC = '__consumer_offsets';
+/**
+ * The region's ingress history (src/gateway/ingress-history/): created and written by the
+ * gateways of the cell (GATEWAY_CLIENT_ID) and no one else; a local topic, never exchanged.
+ */
+export const INGRESS_HISTORY_TOPIC = '__ingress_history';
 
 /** True for the broker's internal topics. */
 export function isInternalTopic(name: string): boolean {

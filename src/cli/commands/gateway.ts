@@ -21,6 +21,8 @@ import { MeshKeys } from '../../../gossip/region/index.ts';
 import { AdmissionLimiter } from '../../../ratelimit/index.ts';
 import { GatewayLoadSignals } from '../../gateway/load-signals.ts';
 import { limiterSettings, type LimiterFlags } from '../limiter-flags.ts';
+import { systemClock } from '../../core/index.ts';
+import { APPEND_DELIVERY_MS, IngressHistory, IngressRecorder, ingressHistorySettings, registerIngressHistoryMetrics, topicAppender, topicSource } from '../../gateway/ingress-history/index.ts';
 
 interface GatewayFlags extends LimiterFlags {
   host?: string;
@@ -42,6 +44,8 @@ interface GatewayFlags extends LimiterFlags {
   geoBandwidth?: string;
   geoStallMs?: string;
   brokersAdvertise?: string;
+  ingressStepMs?: string;
+  ingressRetentionMs?: string;
 }
 
 /** A flag that must be a non-negative integer when given; undefined when absent. */
@@ -81,6 +85,8 @@ export function registerGatewayCommand(program: Command): void {
     .option('--limiter-interval-ms <n>', 'how often the limiter reads the load signals and sets capacity (EDGEQ_LIMITER_INTERVAL_MS, default 1000)')
     .option('--limiter-initial-per-sec <n>', 'admission capacity (records/s) before the first interval, and the seeds\' rule\'s base (EDGEQ_LIMITER_INITIAL_PER_SEC, default 20000)')
     .option('--limiter-target-p99-ms <n>', 'produce p99 the limiter keeps under (EDGEQ_LIMITER_TARGET_P99_MS, default 50)')
+    .option('--ingress-step-ms <n>', 'step of the region\'s ingress history, 100..3600000 (EDGEQ_INGRESS_STEP_MS, default 60000)')
+    .option('--ingress-retention-ms <n>', 'how long the ingress history is kept, at least 10 steps (EDGEQ_INGRESS_RETENTION_MS, default 2419200000: 28 days)')
     .option('--tenant-weights <list>', 'tenant=weight,… for fair shares when demand exceeds capacity, e.g. a=2,b=1 (EDGEQ_TENANT_WEIGHTS; default weight 1)')
     .action(async (flags: GatewayFlags, cmd: Command) => {
       const port = Number(flags.port ?? '8080');
@@ -110,6 +116,7 @@ export function registerGatewayCommand(program: Command): void {
       // Checked before anything is opened: a bad bound is a start-up error, not a half-started gateway.
       resolveLimits(limits);
       const limiterConfig = limiterSettings(flags);
+      const ingressConfig = ingressHistorySettings(flags);
       const auth = flags.keys ? await Authenticator.fromFile(flags.keys) : null;
       // The cell's own client id: the broker does not limit it (the gateway limits per tenant itself).
       const client = createClient({ brokers, clientId: GATEWAY_CLIENT_ID, logger });
@@ -180,6 +187,27 @@ export function registerGatewayCommand(program: Command): void {
         }
       }
       const self = meshHandle?.agent.self();
+      // Ingress history (issue 15, docs/flow-control.md): this gateway's steps into
+      // __ingress_history, and the region's steps read back from it (the planner's input).
+      // Neither start is awaited: the cell may still be coming up (see the quotas above).
+      const recorder = new IngressRecorder({
+        member: self?.member ?? `${region}-${host}-${boundPort}`,
+        stepMs: ingressConfig.stepMs,
+        totals: () => app.metrics.ingressTotals(),
+        append: topicAppender(client.producer({ deliveryTimeoutMs: APPEND_DELIVERY_MS })),
+        clock: systemClock,
+        logger,
+      });
+      const history = new IngressHistory({
+        source: topicSource({ admin: client.admin(), consumer: client.consumer({ fromBeginning: true }), retentionMs: ingressConfig.retentionMs, logger }),
+        stepMs: ingressConfig.stepMs,
+        retentionMs: ingressConfig.retentionMs,
+        clock: systemClock,
+        logger,
+      });
+      registerIngressHistoryMetrics(app.metrics.registry, { history, recorder });
+      recorder.start();
+      history.start();
       // One machine-readable line for supervisors and tests, like the broker's.
       process.stdout.write(
         `${JSON.stringify({ event: 'listening', service: 'gateway', host, port: boundPort, pid: process.pid, auth: auth !== null, limiter: limiter.kind, ...(self ? { region: self.region, member: self.member, mesh: self.address } : {}) })}\n`,
@@ -190,8 +218,11 @@ export function registerGatewayCommand(program: Command): void {
           // Open SSE streams would hold the server's close forever: end them as it stops accepting.
           quotas.close();
           limiter.close();
+          void recorder.close();
           server.close(() => {
-            void (meshHandle?.close() ?? Promise.resolve())
+            void history
+              .close()
+              .then(() => meshHandle?.close())
               .then(() => app.close())
               .then(() => client.close())
               .catch((err: unknown) => logger.error({ err }, 'clean stop failed'))
