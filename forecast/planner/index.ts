@@ -23,3 +23,5 @@ export {
 } from './model-choice.ts';
 export { workerModelFactory, retrainInWorker, RETRAIN_GRACE_MS, type WorkerModelFactoryOptions } from './retrain-client.ts';
 export { reviveBaseline, snapshotBaseline, type ModelSnapshot } from './model-snapshot.ts';
+export { expandSummary, FORECAST_SUMMARY_SPAN_MS, parseForecastSummary, summarizeForMesh } from './mesh-summary.ts';
+export { failoverDemand, type FailoverMeshView } from './failover-demand.ts';

@@ -61,7 +61,8 @@ export interface CapacityReport {
     readonly capacityPerSec: number | null;
   };
   readonly forecast: readonly CapacityForecastPoint[];
-  readonly plan: readonly CapacityPlanPoint[];
+  /** The plan; a ceiling of null: none (reactive mode, the load controller alone). */
+  readonly plan: readonly (Omit<CapacityPlanPoint, 'ceilingPerSec'> & { readonly ceilingPerSec: number | null })[];
   readonly model: CapacityModel;
 }
 

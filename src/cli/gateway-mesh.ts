@@ -12,7 +12,7 @@
  */
 import type { Registry } from 'prom-client';
 import { MeshAgent, registerMeshMetrics, type MeshKey } from '../../gossip/index.ts';
-import { GlobalCatalogue, MeshKeys, RegionPublisher, type RegionHealth, type RegionInfo } from '../../gossip/region/index.ts';
+import { GlobalCatalogue, MeshKeys, RegionPublisher, type ForecastSummary, type RegionHealth, type RegionInfo } from '../../gossip/region/index.ts';
 import { ClusterCells, Exchange, exchangeLimits, parseCursorKey, registerExchangeMetrics, type ExchangeLimits, type PartitionCursors } from '../../gossip/exchange/index.ts';
 import { ClusterGeoCell, GeoGroups } from '../../gossip/failover/index.ts';
 import type { EdgeqClient } from '../client/index.ts';
@@ -40,6 +40,8 @@ export interface GatewayMeshOptions {
   registry: Registry;
   /** The gateway's cumulative ingress (its produce counters). */
   ingressTotals: () => { records: number; bytes: number };
+  /** The region's forecast and plan for the mesh's forecast slot (the planner's; absent: none). */
+  forecast?: () => ForecastSummary;
   /** From `meshKeysFrom` and `addressMapFrom`, read before anything starts. */
   keys: MeshKey[];
   translate: (advertised: string, kind: 'udp' | 'tcp') => string;
@@ -155,6 +157,7 @@ export async function startGatewayMesh(o: GatewayMeshOptions): Promise<GatewayMe
   const publisher = new RegionPublisher(agent, {
     health: () => cellHealth(o.client),
     ingressTotals: o.ingressTotals,
+    ...(o.forecast ? { forecast: o.forecast } : {}),
     gateways: [o.gatewayUrl],
     brokers: o.brokers,
   }, { logger: o.logger });

@@ -15,6 +15,9 @@ import { TestCell } from '../helpers/cell.ts';
 import { ClusterGeoCell, failoverGroup, groupKey, GroupTranslator, type FailoverResult } from '../../gossip/failover/index.ts';
 import { InstantMesh } from '../../gossip/exchange/test-support.ts';
 import type { OpenApiContract } from './openapi-contract.ts';
+import { startGatewayPlanner, type GatewayPlannerHandle } from '../../src/cli/gateway-planner.ts';
+import type { IngressStep } from '../../forecast/planner/index.ts';
+import { waitFor } from '../../src/testing/index.ts';
 
 /** Small bounds, so every 413 and 429 of the document can be reached with a few requests. */
 export const LIMITS: Partial<GatewayLimits> = {
@@ -262,6 +265,42 @@ export class RigLimiter {
   }
 }
 
+/**
+ * The keyed gateway's planner (the open one has none: its /v1/capacity answers 404), over an
+ * in-memory history of a daily-like shape (a season of 10 one-second steps) on a fake clock.
+ */
+export class RigPlanner {
+  readonly clock = new FakeClock(1_800_000_000_000);
+  private readonly steps: IngressStep[] = [];
+  private readonly listeners: ((s: IngressStep) => void)[] = [];
+  readonly handle: GatewayPlannerHandle;
+
+  constructor(limiter: AdmissionLimiter) {
+    for (let i = 0; i < 40; i++) this.push(i);
+    this.handle = startGatewayPlanner({
+      region: 'eu-west',
+      stepMs: 1000,
+      settings: { leadMs: 2000, seasonSteps: 10, perInstance: { broker: 500, gateway: 250 }, headroom: 0.1, maxInstances: 100, retrainEveryMs: 86_400_000, prewarm: true },
+      history: { steps: () => [...this.steps], lastStep: () => this.steps[this.steps.length - 1] ?? null, on: (_e, cb) => void this.listeners.push(cb) },
+      limiter,
+      mesh: () => null,
+      clock: this.clock,
+    });
+  }
+
+  private push(i: number): IngressStep {
+    const records = i % 10 >= 6 ? 900 : 100;
+    const step = { t: this.clock.nowMs() - 40_000 + i * 1000, records, recordsMax: records, bytes: records * 100, bytesMax: records * 100 };
+    this.steps.push(step);
+    return step;
+  }
+
+  /** Waits until the planner has planned from the history. */
+  async planned(): Promise<void> {
+    await waitFor('the rig planner to plan', 10_000, () => (this.handle.source.report().plan.length > 0 ? true : undefined));
+  }
+}
+
 /** The cell and the two gateways. */
 export class ConformanceRig {
   private constructor(
@@ -271,6 +310,7 @@ export class ConformanceRig {
     readonly keyed: ServedGateway,
     private readonly stub: StubMesh,
     readonly limiter: RigLimiter,
+    readonly planner: RigPlanner,
   ) {}
 
   static async start(contract: OpenApiContract): Promise<ConformanceRig> {
@@ -281,8 +321,10 @@ export class ConformanceRig {
     const open = await serveGateway('open', createGatewayApp({ client, limits: LIMITS, quotas: quotas() }), contract);
     const stub = new StubMesh(client, cell.addresses());
     const limiter = new RigLimiter();
-    const keyed = await serveGateway('keyed', createGatewayApp({ client, limits: LIMITS, auth: Authenticator.fromJson(keysDoc()), mesh: stub, limiter: limiter.limiter, quotas: quotas() }), contract);
-    return new ConformanceRig(cell, client, open, keyed, stub, limiter);
+    const planner = new RigPlanner(limiter.limiter);
+    await planner.planned();
+    const keyed = await serveGateway('keyed', createGatewayApp({ client, limits: LIMITS, auth: Authenticator.fromJson(keysDoc()), mesh: stub, limiter: limiter.limiter, quotas: quotas(), capacity: planner.handle.source }), contract);
+    return new ConformanceRig(cell, client, open, keyed, stub, limiter, planner);
   }
 
   /** Every broker's /metrics URL. */
@@ -292,6 +334,7 @@ export class ConformanceRig {
 
   async close(): Promise<void> {
     await Promise.allSettled([this.open.close(), this.keyed.close()]);
+    await this.planner.handle.close();
     this.limiter.limiter.close();
     await this.stub.close();
     await this.client.close();

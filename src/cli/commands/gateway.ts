@@ -21,10 +21,13 @@ import { MeshKeys } from '../../../gossip/region/index.ts';
 import { AdmissionLimiter } from '../../../ratelimit/index.ts';
 import { GatewayLoadSignals } from '../../gateway/load-signals.ts';
 import { limiterSettings, type LimiterFlags } from '../limiter-flags.ts';
+import { PLANNER_OPTIONS, plannerSettings, type PlannerFlags } from '../planner-flags.ts';
+import { checkPlannerSettings, startGatewayPlanner, type GatewayPlannerHandle } from '../gateway-planner.ts';
+import type { CapacitySource } from '../../gateway/capacity-route.ts';
 import { systemClock } from '../../core/index.ts';
 import { APPEND_DELIVERY_MS, IngressHistory, IngressRecorder, ingressHistorySettings, registerIngressHistoryMetrics, topicAppender, topicSource } from '../../gateway/ingress-history/index.ts';
 
-interface GatewayFlags extends LimiterFlags {
+interface GatewayFlags extends LimiterFlags, PlannerFlags {
   host?: string;
   port?: string;
   keys?: string;
@@ -60,7 +63,7 @@ function intFlag(raw: string | undefined, flag: string, key: string): number | u
 export function registerGatewayCommand(program: Command): void {
   // --brokers is the global option the cluster commands share (default $EDGEQ_BROKERS, else 127.0.0.1:9092).
   addBrokersOption(program);
-  program
+  const command = program
     .command('gateway')
     .description('run the HTTP gateway in front of a cell (bootstrap brokers from the global --brokers)')
     .option('--port <n>', 'HTTP port; 0 picks a free one (default 8080)')
@@ -87,8 +90,9 @@ export function registerGatewayCommand(program: Command): void {
     .option('--limiter-target-p99-ms <n>', 'produce p99 the limiter keeps under (EDGEQ_LIMITER_TARGET_P99_MS, default 50)')
     .option('--ingress-step-ms <n>', 'step of the region\'s ingress history, 100..3600000 (EDGEQ_INGRESS_STEP_MS, default 60000)')
     .option('--ingress-retention-ms <n>', 'how long the ingress history is kept, at least 10 steps (EDGEQ_INGRESS_RETENTION_MS, default 2419200000: 28 days)')
-    .option('--tenant-weights <list>', 'tenant=weight,… for fair shares when demand exceeds capacity, e.g. a=2,b=1 (EDGEQ_TENANT_WEIGHTS; default weight 1)')
-    .action(async (flags: GatewayFlags, cmd: Command) => {
+    .option('--tenant-weights <list>', 'tenant=weight,… for fair shares when demand exceeds capacity, e.g. a=2,b=1 (EDGEQ_TENANT_WEIGHTS; default weight 1)');
+  for (const [flag, help] of PLANNER_OPTIONS) command.option(flag, help);
+  command.action(async (flags: GatewayFlags, cmd: Command) => {
       const port = Number(flags.port ?? '8080');
       if (!Number.isInteger(port) || port < 0 || port > 65535) throw new EdgeqError('INVALID_CONFIG', `--port must be a port in [0, 65535], got ${flags.port}`, { details: { key: 'port' } });
       const brokers = brokersOf(cmd);
@@ -117,6 +121,8 @@ export function registerGatewayCommand(program: Command): void {
       resolveLimits(limits);
       const limiterConfig = limiterSettings(flags);
       const ingressConfig = ingressHistorySettings(flags);
+      const plannerConfig = plannerSettings(flags);
+      if (plannerConfig) checkPlannerSettings(plannerConfig, ingressConfig.stepMs);
       const auth = flags.keys ? await Authenticator.fromFile(flags.keys) : null;
       // The cell's own client id: the broker does not limit it (the gateway limits per tenant itself).
       const client = createClient({ brokers, clientId: GATEWAY_CLIENT_ID, logger });
@@ -152,7 +158,14 @@ export function registerGatewayCommand(program: Command): void {
         signals,
         logger,
       });
-      const app = createGatewayApp({ client, auth, limits, mesh, region, limiter, quotas });
+      // The planner starts once the history exists (after the mesh: the history's member id is the
+      // mesh member's); until then /v1/capacity answers from an empty report.
+      let plannerHandle: GatewayPlannerHandle | null = null;
+      const capacity: CapacitySource | null = plannerConfig && {
+        report: () => plannerHandle?.source.report() ?? { region, step: ingressConfig.stepMs, now: { ingressPerSec: 0, capacityPerSec: limiter.view().capacityPerSec }, forecast: [], plan: [], model: { method: 'last_value', trainedAt: null, backtestMase: null, liveMase: null, mode: 'reactive' } },
+        gauges: () => plannerHandle?.source.gauges() ?? { p50: 0, p90: 0, desired: { broker: 0, gateway: 0 }, mode: 'reactive', liveMase: null },
+      };
+      const app = createGatewayApp({ client, auth, limits, mesh, region, limiter, quotas, capacity });
       const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
         // Produces the limiter would refuse are answered before the framework (src/gateway/shed.ts).
         const createShedServer = ((options: ServerOptions, listener: RequestListener) => createServer(options, shedding(listener, { limiter, auth }))) as unknown as typeof createServer;
@@ -172,6 +185,7 @@ export function registerGatewayCommand(program: Command): void {
             client,
             registry: app.metrics.registry,
             ingressTotals: () => app.metrics.ingressTotals(),
+            forecast: () => plannerHandle?.summary() ?? { kind: 'none' },
             logger,
           });
           const agent = meshHandle.agent;
@@ -208,6 +222,17 @@ export function registerGatewayCommand(program: Command): void {
       registerIngressHistoryMetrics(app.metrics.registry, { history, recorder });
       recorder.start();
       history.start();
+      if (plannerConfig) {
+        plannerHandle = startGatewayPlanner({
+          region,
+          stepMs: ingressConfig.stepMs,
+          settings: plannerConfig,
+          history,
+          limiter: limiter.kind === 'none' ? null : limiter,
+          mesh: () => meshHandle?.mesh.view() ?? null,
+          logger,
+        });
+      }
       // One machine-readable line for supervisors and tests, like the broker's.
       process.stdout.write(
         `${JSON.stringify({ event: 'listening', service: 'gateway', host, port: boundPort, pid: process.pid, auth: auth !== null, limiter: limiter.kind, ...(self ? { region: self.region, member: self.member, mesh: self.address } : {}) })}\n`,
@@ -220,8 +245,8 @@ export function registerGatewayCommand(program: Command): void {
           limiter.close();
           void recorder.close();
           server.close(() => {
-            void history
-              .close()
+            void (plannerHandle?.close() ?? Promise.resolve())
+              .then(() => history.close())
               .then(() => meshHandle?.close())
               .then(() => app.close())
               .then(() => client.close())
