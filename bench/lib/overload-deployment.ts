@@ -37,6 +37,8 @@ export interface DeploymentSpec {
   adminKey?: string;
   partitions: number;
   replicationFactor: number;
+  /** More of the deployment's environment (the prescale bench's EDGEQ_INGRESS_* and EDGEQ_PLANNER_*). */
+  env?: Record<string, string>;
 }
 
 /** A running deployment. */
@@ -60,7 +62,7 @@ const authHeaders = (key: string | null): Record<string, string> => (key === nul
 
 /** Starts the deployment, makes the topic and checks the limiter; stops it again if any of that fails. */
 export async function startDeployment(spec: DeploymentSpec): Promise<Deployment> {
-  const env: Record<string, string> = { EDGEQ_LIMITER: spec.controller };
+  const env: Record<string, string> = { ...spec.env, EDGEQ_LIMITER: spec.controller };
   if (spec.targetP99Ms !== undefined) env.EDGEQ_LIMITER_TARGET_P99_MS = String(spec.targetP99Ms);
   if (spec.tenantWeights !== undefined) env.EDGEQ_TENANT_WEIGHTS = spec.tenantWeights;
   const base = await freeRange(DEV_REGIONS_PORT_SPAN);
