@@ -41,6 +41,17 @@ function historyNeeded(options: Pick<OfflinePlanOptions, 'season' | 'historyMin'
   return Math.max(options.season + 1, options.historyMin ?? 0);
 }
 
+/** Checks the lead against the horizon: p90[lead] must exist (lead ≤ H − 1); typed errors naming the value. */
+export function checkPlanLead(lead: number, horizon: number): void {
+  if (!Number.isSafeInteger(horizon) || horizon < 2) {
+    throw new EdgeqError('INVALID_ARGUMENT', `--horizon must be an integer of at least 2 (a lead of 1 needs a second step), got ${String(horizon)}`, { details: { flag: '--horizon', value: horizon } });
+  }
+  // p90[lead] must exist: lead ≤ H − 1. Lead 0 would decide a step at the step itself (no time to scale).
+  if (!Number.isSafeInteger(lead) || lead < 1 || lead > horizon - 1) {
+    throw new EdgeqError('INVALID_ARGUMENT', `--lead must be an integer in [1, horizon − 1 = ${horizon - 1}], got ${String(lead)}`, { details: { flag: '--lead', value: lead, horizon } });
+  }
+}
+
 /**
  * Checks lead, horizon, season and from against a series of `rows` rows (`name` labels errors);
  * typed errors naming the flag and the value. Call it before training so bad input fails fast.
@@ -50,13 +61,7 @@ export function checkOfflinePlan(rows: number, options: Omit<OfflinePlanOptions,
   if (!Number.isSafeInteger(season) || season < 1) {
     throw new EdgeqError('INVALID_ARGUMENT', `--season must be a positive integer, got ${String(season)}`, { details: { flag: '--season', value: season } });
   }
-  if (!Number.isSafeInteger(horizon) || horizon < 2) {
-    throw new EdgeqError('INVALID_ARGUMENT', `--horizon must be an integer of at least 2 (a lead of 1 needs a second step), got ${String(horizon)}`, { details: { flag: '--horizon', value: horizon } });
-  }
-  // p90[lead] must exist: lead ≤ H − 1. Lead 0 would decide a step at the step itself (no time to scale).
-  if (!Number.isSafeInteger(lead) || lead < 1 || lead > horizon - 1) {
-    throw new EdgeqError('INVALID_ARGUMENT', `--lead must be an integer in [1, horizon − 1 = ${horizon - 1}], got ${String(lead)}`, { details: { flag: '--lead', value: lead, horizon } });
-  }
+  checkPlanLead(lead, horizon);
   if (!Number.isSafeInteger(from) || from < 0 || from > rows - 1) {
     throw new EdgeqError('INVALID_ARGUMENT', `--from must be a row index in [0, rows − 1 = ${rows - 1}], got ${String(from)}`, { details: { flag: '--from', value: from, rows } });
   }
