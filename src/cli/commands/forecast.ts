@@ -14,6 +14,7 @@ import { viewAt, type Forecaster } from '../../../forecast/forecaster.ts';
 import { backtest, FORECAST_CHUNK_VIEWS, planBacktest, type BacktestResult } from '../../../forecast/backtest.ts';
 import { BASELINE_NAMES, createBaseline } from '../../../forecast/baselines/index.ts';
 import { selectBest } from '../../../forecast/select.ts';
+import { registerForecastPlanCommand } from './forecast-plan.ts';
 
 /** Every method the backtest knows, in report order. */
 export const FORECAST_METHODS = ['lstm', ...BASELINE_NAMES] as const;
@@ -116,6 +117,7 @@ function table(results: readonly BacktestResult[]): string {
 /** Registers `edgeq forecast train|predict|backtest`. */
 export function registerForecastCommands(program: Command): void {
   const forecast = program.command('forecast').description('traffic forecasting: train the LSTM, predict, backtest against the baselines');
+  registerForecastPlanCommand(forecast);
 
   forecast
     .command('train')
