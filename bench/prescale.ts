@@ -1,7 +1,7 @@
 /**
  * Pre-scaling benchmark (`npm run bench:prescale`, issue 15): `--part sim` is the autoscaling
  * simulation on the real traces (bench/lib/prescale-sim.ts), `--part live` the live replay through
- * a deployment (bench/lib/prescale-live.ts, when it exists), `--part all` (the default) both.
+ * a deployment (bench/lib/prescale-live.ts), `--part all` (the default) both.
  *
  * The simulation, per trace: the test part (n_train = floor(0.8 n), PROTOCOL.md §2), lead 2 steps,
  * C = the test part's mean / 3 records/s per instance, at least 1 instance. Three plans at equal
@@ -16,17 +16,17 @@
  * ../shared/data/traffic from the repo root), --budget-ms, --seed (the LSTM's, as the forecast
  * bench), --out.
  */
-import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { cpus, loadavg } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createBaseline } from '../forecast/baselines/index.ts';
 import { dailySeasonSteps, readSeriesCsv } from '../forecast/csv.ts';
 import type { Forecaster, Series } from '../forecast/forecaster.ts';
 import { offlinePlan, planTrainingView } from '../forecast/planner/offline-plan.ts';
 import { oracleInstanceSteps, PLAN_HEADROOM_DEFAULT } from '../forecast/planner/plan-arithmetic.ts';
+import { runPrescaleLive } from './lib/prescale-live.ts';
 import { bandInstances, coverage, reactiveInstances, simulate, tuneHeadroom, type SimFigures, type Tuned } from './lib/prescale-sim.ts';
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -243,17 +243,8 @@ async function runSimulation(): Promise<void> {
   }
 }
 
-/** The live part's module (the lead's); its absence skips the part and keeps the old figures. */
-const LIVE_MODULE = join(REPO_ROOT, 'bench/lib/prescale-live.ts');
-
-async function runLive(): Promise<unknown | undefined> {
-  if (!existsSync(LIVE_MODULE)) {
-    progress(`live part skipped: ${LIVE_MODULE} does not exist yet (the file keeps its previous "live" value)`);
-    return undefined;
-  }
-  const mod = (await import(pathToFileURL(LIVE_MODULE).href)) as { runPrescaleLive?: (options: { trafficDir: string; progress: (line: string) => void }) => Promise<unknown> };
-  if (typeof mod.runPrescaleLive !== 'function') throw new Error(`${LIVE_MODULE} does not export runPrescaleLive`);
-  return mod.runPrescaleLive({ trafficDir, progress });
+async function runLive(): Promise<unknown> {
+  return runPrescaleLive({ trafficDir, progress });
 }
 
 if (part !== 'live') await runSimulation();

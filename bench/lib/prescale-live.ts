@@ -31,19 +31,26 @@ const SEASON = 48;
 const STEP_MS = 1_000;
 /** The planner's lead (the simulation's 2 steps). */
 const LEAD_STEPS = 2;
-/** Days of history written before the slice: past the 7 seasons the LSTM needs to be a candidate. */
-const SEED_DAYS = 8;
-/** Days of the test part replayed by default (EDGEQ_BENCH_PRESCALE_LIVE_DAYS); each day is 48 s per run. */
-const REPLAY_DAYS_DEFAULT = 6;
+/**
+ * Days of history written before the slice: past the 7 seasons the LSTM needs to be a candidate,
+ * and enough that the seed's past part (all but its last SEED_LEAD_MS) reaches the selection's
+ * threshold (3 seasons + 4 horizons = 7 seasons here) soon after it is written.
+ */
+const SEED_DAYS = 10;
+/** Days of the test part replayed by default (EDGEQ_BENCH_PRESCALE_LIVE_DAYS, up to all 43; each day is 48 s per run): ten days hold a week and its weekend. */
+const REPLAY_DAYS_DEFAULT = 10;
 /** The unwarmed controller's capacity (records/s), and the slice's peak over it. */
 const INITIAL_PER_SEC = 400;
 const PEAK_OVER_INITIAL = 1.5;
 /** Requests in flight at once; past it a due request counts as refused by the client (none expected). */
 const IN_FLIGHT_MAX = 512;
+/**
+ * How far ahead of now the seed ends and the replay begins: time for the deployment's planner to
+ * select and install its model on the seed's past part as its last steps close (measured: ~50 s).
+ */
+const SEED_LEAD_MS = 150_000;
 /** Bound on the planner selecting and installing a model on the seeded history. */
-const MODEL_WAIT_MS = 600_000;
-/** Bound on the history holding the seeded steps. */
-const SEED_WAIT_MS = 60_000;
+const MODEL_WAIT_MS = SEED_LEAD_MS;
 /** Steps of history written per produce. */
 const SEED_BATCH = 64;
 
@@ -117,8 +124,10 @@ async function oneRun(prewarm: boolean, trafficDir: string, days: number, progre
     },
   });
   try {
-    // The seed ends where the replay starts: a whole step boundary a little ahead.
-    const start = (Math.floor(Date.now() / STEP_MS) + 1) * STEP_MS;
+    // The seed ends where the replay starts, SEED_LEAD_MS ahead: its last steps are in the future
+    // and close one by one as time passes (the gateway's own idle steps add zeros to them), so
+    // the history is the seed then the replay, with no idle gap between them to shift the days.
+    const start = (Math.floor((Date.now() + SEED_LEAD_MS) / STEP_MS) + 1) * STEP_MS;
     await writeSeed(d, seed, start);
     progress(`${prewarm ? 'prewarm' : 'controllerOnly'}: ${seed.length} seed steps written; waiting for the planner's model`);
     const model = await waitFor('the planner to select a model on the seeded history', MODEL_WAIT_MS, async () => {
@@ -126,27 +135,21 @@ async function oneRun(prewarm: boolean, trafficDir: string, days: number, progre
       const body = JSON.parse(r.text) as CapacityBody;
       return r.status === 200 && body.model.trainedAt !== null && body.model.backtestMase !== null ? body.model : undefined;
     });
-    progress(`${prewarm ? 'prewarm' : 'controllerOnly'}: model ${JSON.stringify(model)}; replaying ${replay.length} steps`);
-    // The replay starts at the next boundary; the steps since the seed's end were idle (zeros),
-    // which is what the region saw; the history holds them as such.
-    const gap = await waitFor('the history to hold the seed', SEED_WAIT_MS, async () => {
-      const m = /^edgeq_ingress_history_steps (\S+)$/m.exec((await call(`${d.gateway}/metrics`)).text);
-      return m && Number(m[1]) >= seed.length ? Number(m[1]) : undefined;
-    });
-    void gap;
-    return await replayThrough(d, replay, prewarm, progress);
+    const late = Date.now() - start;
+    if (late > 0) throw new Error(`the planner selected its model ${late} ms after the seed's end: raise SEED_LEAD_MS (the replay would follow an idle gap)`);
+    progress(`${prewarm ? 'prewarm' : 'controllerOnly'}: model ${JSON.stringify(model)}; replaying ${replay.length} steps from the seed's end`);
+    return await replayThrough(d, replay, start, prewarm, progress);
   } finally {
     await stopDeployments();
   }
 }
 
-async function replayThrough(d: Deployment, replay: number[], prewarm: boolean, progress: (line: string) => void): Promise<LiveRun> {
+async function replayThrough(d: Deployment, replay: number[], t0: number, prewarm: boolean, progress: (line: string) => void): Promise<LiveRun> {
   const sender = new GatewaySender({ gateway: d.gateway, topic: d.topic, apiKey: null, valueBytes: 40 });
   const hist = newHistogram();
   const perStep = replay.map(() => ({ ok: 0, refused: 0, other: 0 }));
   let inFlight = 0;
   const pending: Promise<void>[] = [];
-  const t0 = (Math.floor(Date.now() / STEP_MS) + 1) * STEP_MS;
   try {
     for (let i = 0; i < replay.length; i++) {
       const n = replay[i]!;
@@ -188,6 +191,7 @@ async function replayThrough(d: Deployment, replay: number[], prewarm: boolean, 
     }
   }
   const sum = (f: (c: { ok: number; refused: number; other: number }) => number) => perStep.reduce((n, c) => n + f(c), 0);
+  if (process.env.EDGEQ_BENCH_PRESCALE_DEBUG) progress(`${prewarm ? 'prewarm' : 'controllerOnly'} steps [demand, ok, refused, other]: ${JSON.stringify(perStep.map((c, i) => [replay[i], c.ok, c.refused, c.other]))}`);
   return {
     refusedDuringRamps,
     p99Ms: hist.getValueAtPercentile(99) / 1000,
