@@ -9,7 +9,7 @@
  * one tries again: a planner bug must not stop the gateway or freeze the limiter at a stale plan
  * (the plan is withdrawn from the limiter until a step succeeds).
  */
-import { silentLogger, systemClock, toEdgeqError, type Clock, type Logger } from '../core/index.ts';
+import { EdgeqError, silentLogger, systemClock, toEdgeqError, type Clock, type Logger } from '../core/index.ts';
 import type { AdmissionLimiter } from '../../ratelimit/index.ts';
 import type { ForecastSummary } from '../../gossip/region/index.ts';
 import { failoverDemand, LIMITER_CEILING_MIN, Planner, resolvePlannerOptions, summarizeForMesh, type CapacityReport, type FailoverMeshView, type IngressStep, type PlannerGauges, type PlannerOptions, type PlannerReport } from '../../forecast/planner/index.ts';
@@ -153,8 +153,29 @@ function plannerOptionsOf(settings: PlannerSettings, stepMs: number): Omit<Plann
  * season the planner refuses is a start-up INVALID_CONFIG, not a half-started gateway).
  */
 export function checkPlannerSettings(settings: PlannerSettings, stepMs: number): void {
-  resolvePlannerOptions({ ...plannerOptionsOf(settings, stepMs), history: () => [] });
+  try {
+    resolvePlannerOptions({ ...plannerOptionsOf(settings, stepMs), history: () => [] });
+  } catch (err) {
+    const e = toEdgeqError(err);
+    const key = String(e.details['key'] ?? '');
+    const flag = PLANNER_OPTION_FLAGS[key.split('.')[0]!];
+    if (!flag) throw e;
+    const why = key === 'leadSteps' ? ` (a lead of ${Math.ceil(settings.leadMs / stepMs)} steps of ${stepMs} ms; the horizon is the next hour, at most a season)` : '';
+    throw new EdgeqError('INVALID_CONFIG', `${flag}: ${e.message.replace(/^planner: /, '')}${why}`, { details: { key: flag, value: e.details['value'] } });
+  }
 }
+
+/** The gateway flag behind each planner option, for start-up errors that name what the user set. */
+const PLANNER_OPTION_FLAGS: Record<string, string> = {
+  stepMs: '--ingress-step-ms',
+  season: '--planner-season-steps',
+  horizon: '--planner-season-steps',
+  leadSteps: '--planner-lead-ms',
+  perInstance: '--planner-per-broker/--planner-per-gateway',
+  headroom: '--planner-headroom',
+  maxInstances: '--planner-max-instances',
+  retrainEveryMs: '--planner-retrain-ms',
+};
 
 /**
  * The limiter's pre-warm level after a step: the largest ceiling the plan sets for the current
