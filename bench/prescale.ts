@@ -83,7 +83,10 @@ interface SimRow {
   reactive: SimFigures & { headroom: number; tuned: Tuned };
   seasonalNaive: SimFigures & { headroom: number; tuned: Tuned };
   oracleInstanceSteps: number;
+  /** Share of the test part's actuals at or below the P90 over every origin's whole horizon (the backtest's). */
   p90Coverage: number;
+  /** The same at the plan's lead step only (what the plan provisions from). */
+  p90CoverageAtLead: number;
   seasonalNaiveP90Coverage: number;
   lstm: { trainMs: number; backend: string; epochs: unknown; window: number };
   checks: Record<string, boolean>;
@@ -112,7 +115,17 @@ async function simulateTrace(trace: string): Promise<SimRow> {
   progress(`${trace}: training the LSTM on ${nTrain - LEAD} rows (season ${season})`);
   const lstmFit = await fitted(lstm, series, season, nTrain);
   const plannerShape = { perInstance, headroom: PLAN_HEADROOM_DEFAULT };
-  const plan = await offlinePlan(series, lstm, { ...base, shape: plannerShape, historyMin: lstm.window });
+  // The band over the whole horizon of every origin, as the backtest scores it (PROTOCOL.md §5):
+  // the issue's p90Coverage; the share at the plan's lead step alone is reported beside it.
+  const band = { covered: 0, scored: 0 };
+  const observe = (origin: number, f: { point: Float64Array; p90: Float64Array }) => {
+    for (let h = 0; h < f.p90.length && origin + h < n; h++) {
+      if (origin + h < nTrain) continue;
+      band.scored++;
+      if (series.values[origin + h]! <= Math.max(0, f.point[h]!, f.p90[h]!)) band.covered++;
+    }
+  };
+  const plan = await offlinePlan(series, lstm, { ...base, shape: plannerShape, historyMin: lstm.window, observe });
   const plannerP90 = Float64Array.from(plan, (e) => e.p90);
   const planner = simulate(demand, Int32Array.from(plan, (e) => e.instances), perInstance);
 
@@ -128,7 +141,8 @@ async function simulateTrace(trace: string): Promise<SimRow> {
   const reactive = simulate(demand, reactiveInstances(series.values, nTrain, LEAD, perInstance, reTuned.headroom), perInstance);
 
   const oracle = oracleInstanceSteps(demand, perInstance);
-  const p90Coverage = coverage(demand, plannerP90);
+  const p90CoverageAtLead = coverage(demand, plannerP90);
+  const p90Coverage = band.scored > 0 ? band.covered / band.scored : NaN;
   const checks: Record<string, boolean> = {
     plannerCostWithinOracle: planner.instanceSteps <= TARGETS.plannerCostOverOracleMax * oracle,
     underVsReactive: planner.underSteps <= TARGETS.underVsReactiveMax * reactive.underSteps,
@@ -149,6 +163,7 @@ async function simulateTrace(trace: string): Promise<SimRow> {
     seasonalNaive: { ...seasonalNaive, headroom: snTuned.headroom, tuned: snTuned },
     oracleInstanceSteps: oracle,
     p90Coverage,
+    p90CoverageAtLead,
     seasonalNaiveP90Coverage: coverage(demand, snP90),
     lstm: { trainMs: lstmFit.trainMs, backend: lstmFit.backend, epochs: lstmFit.details.epochs ?? null, window: lstm.window },
     checks,
@@ -169,7 +184,7 @@ function targets(): Record<string, { description: string; pass: boolean | null; 
     underVsReactive: of('underVsReactive', `planner under-provisioned steps <= ${TARGETS.underVsReactiveMax} x the reactive rule's at equal cost, on every trace`),
     underVsSeasonalNaive: of('underVsSeasonalNaive', "planner under-provisioned steps < the seasonal-naive planner's at equal cost, on every trace"),
     nycTaxiUnderVsReactive: of('nycTaxiUnderVsReactive', `planner under-provisioned steps <= ${TARGETS.nycTaxiUnderVsReactiveMax} x the reactive rule's on nyc_taxi`),
-    p90Coverage: of('p90Coverage', `planner p90Coverage in [${TARGETS.p90CoverageMin}, ${TARGETS.p90CoverageMax}] on every trace`),
+    p90Coverage: of('p90Coverage', `planner p90Coverage (the band over every origin's horizon, as the backtest scores it) in [${TARGETS.p90CoverageMin}, ${TARGETS.p90CoverageMax}] on every trace`),
   };
 }
 
@@ -233,7 +248,7 @@ async function runSimulation(): Promise<void> {
       simulation.push(r);
       progress(
         `${trace}: under planner ${r.planner.underSteps} / reactive ${r.reactive.underSteps} (h ${fixed(r.reactive.headroom, 3)}) / seasonal naive ${r.seasonalNaive.underSteps} (h ${fixed(r.seasonalNaive.headroom, 3)}); ` +
-          `instance-steps ${r.planner.instanceSteps} (oracle ${r.oracleInstanceSteps}); p90 coverage ${fixed(r.p90Coverage, 3)}; checks ${JSON.stringify(r.checks)}`,
+          `instance-steps ${r.planner.instanceSteps} (oracle ${r.oracleInstanceSteps}); p90 coverage ${fixed(r.p90Coverage, 3)} (at the lead step ${fixed(r.p90CoverageAtLead, 3)}); checks ${JSON.stringify(r.checks)}`,
       );
     } catch (err) {
       failures.push({ trace, error: (err as Error).message });

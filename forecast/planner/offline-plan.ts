@@ -9,7 +9,7 @@
  */
 import { EdgeqError } from '../../src/core/index.ts';
 import { FORECAST_CHUNK_VIEWS } from '../backtest.ts';
-import { viewAt, type Forecaster, type Series, type SeriesView } from '../forecaster.ts';
+import { viewAt, type Forecast, type Forecaster, type Series, type SeriesView } from '../forecaster.ts';
 import { instancesFor, type PlanShape } from './plan-arithmetic.ts';
 
 /** What an offline plan needs besides the series and the model. */
@@ -25,6 +25,8 @@ export interface OfflinePlanOptions {
   readonly shape: PlanShape;
   /** Steps of history the model needs before an origin beyond a season plus one (the LSTM's window). */
   readonly historyMin?: number;
+  /** Sees every forecast made (origin t − lead, all H steps), e.g. to score the band over the whole horizon. */
+  readonly observe?: (origin: number, forecast: Forecast) => void;
 }
 
 /** One planned step. */
@@ -107,6 +109,7 @@ export async function offlinePlan(series: Series, forecaster: Forecaster, option
     }
     forecasts.forEach((f, i) => {
       const t = start + i;
+      options.observe?.(t - lead, f);
       const point = f.point[lead];
       const upper = f.p90[lead];
       if (typeof point !== 'number' || typeof upper !== 'number' || !Number.isFinite(point) || !Number.isFinite(upper)) {
