@@ -15,8 +15,11 @@ export interface FailoverMeshView {
   readonly regions: readonly { readonly region: string; readonly forecast: unknown }[];
 }
 
-/** The dead regions' forecasts this region takes its share of, on its own steps. */
-export function failoverDemand(view: FailoverMeshView, stepMs: number): { region: string; forecast: CapacityForecastPoint[] }[] {
+/**
+ * The dead regions' forecasts this region takes its share of, on its own steps; with `range`, on
+ * the steps the planner is about to plan (past the end of a summary its last point holds).
+ */
+export function failoverDemand(view: FailoverMeshView, stepMs: number, range?: { from: number; steps: number }): { region: string; forecast: CapacityForecastPoint[] }[] {
   const up = new Set<string>([view.self.region]);
   // A suspect member may still answer: its region is not given up on until the mesh says dead.
   for (const m of view.members) if (m.state === 'alive' || m.state === 'suspect') up.add(m.region);
@@ -24,7 +27,7 @@ export function failoverDemand(view: FailoverMeshView, stepMs: number): { region
   for (const r of view.regions) {
     if (up.has(r.region)) continue;
     const summary = parseForecastSummary(r.forecast);
-    if (summary) out.push({ region: r.region, forecast: expandSummary(summary, stepMs, 1 / up.size) });
+    if (summary) out.push({ region: r.region, forecast: expandSummary(summary, stepMs, 1 / up.size, range) });
   }
   return out;
 }

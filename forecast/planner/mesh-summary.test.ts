@@ -48,4 +48,14 @@ describe('forecast summary in the mesh', () => {
     // The 11th step of 30 s is at 5 min: the second point.
     expect(steps[10]).toEqual({ t: s.t0 + 300_000, p50: s.p50[1]! / 2, p90: s.p90[1]! / 2 });
   });
+
+  it('over a range past the summary\'s end, holds its last point (a region dead for longer than its hour)', () => {
+    const s = parseForecastSummary(summarizeForMesh(report(60), 5))!;
+    const end = s.t0 + s.p50.length * s.pointMs;
+    const steps = expandSummary(s, STEP, 1, { from: end - 2 * STEP, steps: 5 });
+    expect(steps.map((p) => p.t)).toEqual([0, 1, 2, 3, 4].map((i) => end + (i - 2) * STEP));
+    expect(steps.every((p) => p.p50 === s.p50[11] && p.p90 === s.p90[11])).toBe(true);
+    // Before the summary's start, its first point.
+    expect(expandSummary(s, STEP, 1, { from: s.t0 - STEP, steps: 1 })).toEqual([{ t: s.t0 - STEP, p50: s.p50[0], p90: s.p90[0] }]);
+  });
 });

@@ -59,16 +59,23 @@ export function parseForecastSummary(value: unknown): Extract<ForecastSummary, {
 /**
  * A summary back as forecast points on this planner's steps (`stepMs`), scaled by `share` (the
  * part of that region's traffic this region takes): each step reads the point that covers it.
- * Steps the summary does not cover are left out (adding nothing).
+ * Without `range`, the summary's own span; with it, the steps [from, from + steps × stepMs), where
+ * a step past the summary's end holds its last point: a region dead for longer than the hour it
+ * published still has clients, and its latest expectation is the best one there is.
  */
-export function expandSummary(summary: Extract<ForecastSummary, { kind: 'forecast' }>, stepMs: number, share: number): CapacityForecastPoint[] {
+export function expandSummary(summary: Extract<ForecastSummary, { kind: 'forecast' }>, stepMs: number, share: number, range?: { from: number; steps: number }): CapacityForecastPoint[] {
   const out: CapacityForecastPoint[] = [];
+  const last = summary.p50.length - 1;
   const end = summary.t0 + summary.p50.length * summary.pointMs;
-  const start = Math.ceil(summary.t0 / stepMs) * stepMs;
-  // Bounded: the span is at most FORECAST_SUMMARY_POINTS_MAX points of an hour's worth in all.
-  for (let t = start; t < end && out.length < FORECAST_SUMMARY_SPAN_MS / stepMs + FORECAST_SUMMARY_POINTS_MAX; t += stepMs) {
-    const i = Math.floor((t - summary.t0) / summary.pointMs);
+  const start = range ? Math.ceil(range.from / stepMs) * stepMs : Math.ceil(summary.t0 / stepMs) * stepMs;
+  const stop = range ? start + Math.min(range.steps, EXPAND_STEPS_MAX) * stepMs : end;
+  // Bounded: at most EXPAND_STEPS_MAX steps, or the summary's span (an hour of steps at most).
+  for (let t = start; t < stop && out.length < EXPAND_STEPS_MAX; t += stepMs) {
+    const i = Math.min(last, Math.max(0, Math.floor((t - summary.t0) / summary.pointMs)));
     out.push({ t, p50: summary.p50[i]! * share, p90: summary.p90[i]! * share });
   }
   return out;
 }
+
+/** Most steps one expansion yields (twice the planner's longest horizon). */
+export const EXPAND_STEPS_MAX = 7200;

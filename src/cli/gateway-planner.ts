@@ -52,7 +52,10 @@ export function startGatewayPlanner(o: GatewayPlannerOptions): GatewayPlannerHan
     history: () => o.history.steps(),
     extraDemand: () => {
       const view = o.mesh();
-      return view ? failoverDemand(view, o.stepMs) : [];
+      if (!view) return [];
+      // The steps the planner is planning now: from the step before this one over twice the horizon.
+      const from = (Math.floor(clock.nowMs() / o.stepMs) - 1) * o.stepMs;
+      return failoverDemand(view, o.stepMs, { from, steps: 2 * planner.options.horizon + 2 });
     },
     clock,
     logger,
