@@ -4,42 +4,17 @@
 import { mkdtemp, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it, vi } from 'vitest';
-import { runCli } from '../src/cli/main.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { runCliCaptured } from '../src/cli/test-support.ts';
+import { syntheticCsvRows } from './synthetic-csv.test-helper.ts';
 
 const SEASON = 24;
 const ROWS = SEASON * 20;
 const BASELINES = 'seasonal_naive,last_value,holt_winters_add';
 
-/** `rows` rows of a daily cycle with noise, 5 minutes apart, as CSV lines (no header). */
-function rowsOf(rows: number): string[] {
-  const start = Date.UTC(2015, 1, 26, 21, 42, 53);
-  return Array.from({ length: rows }, (_, t) => {
-    const ts = new Date(start + t * 300_000).toISOString().slice(0, 19).replace('T', ' ');
-    return `${ts},${Math.round(60 + 40 * Math.sin((2 * Math.PI * t) / SEASON) + ((t * 7919) % 11))}`;
-  });
-}
+const rowsOf = (rows: number): string[] => syntheticCsvRows(rows, SEASON);
 
-/** Runs the CLI, capturing what it writes to stdout and stderr. */
-async function run(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const o = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
-    out.push(String(chunk));
-    return true;
-  });
-  const e = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
-    err.push(String(chunk));
-    return true;
-  });
-  try {
-    const code = await runCli(argv);
-    return { code, stdout: out.join(''), stderr: err.join('') };
-  } finally {
-    o.mockRestore();
-    e.mockRestore();
-  }
-}
+const run = runCliCaptured;
 
 let dir = '';
 const csv = (name: string): string => join(dir, name);

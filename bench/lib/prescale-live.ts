@@ -37,8 +37,8 @@ const LEAD_STEPS = 2;
  * threshold (3 seasons + 4 horizons = 7 seasons here) soon after it is written.
  */
 const SEED_DAYS = 10;
-/** Days of the test part replayed by default (EDGEQ_BENCH_PRESCALE_LIVE_DAYS, up to all 43; each day is 48 s per run): ten days hold a week and its weekend. */
-const REPLAY_DAYS_DEFAULT = 10;
+/** Days of the test part replayed by default (EDGEQ_BENCH_PRESCALE_LIVE_DAYS, up to 42; each day is 48 s per run): a week, its weekend included. */
+const REPLAY_DAYS_DEFAULT = 7;
 /** The unwarmed controller's capacity (records/s), and the slice's peak over it. */
 const INITIAL_PER_SEC = 400;
 const PEAK_OVER_INITIAL = 1.5;
@@ -69,14 +69,18 @@ interface CapacityBody {
   model: { method: string; trainedAt: string | null; backtestMase: number | null; mode: string };
 }
 
-function sliceOf(trafficDir: string, days: number): { seed: number[]; replay: number[]; scale: number } {
+function sliceOf(trafficDir: string, days: number): { seed: number[]; replay: number[]; scale: number; from: number } {
   const series = parseSeriesCsv(readFileSync(join(trafficDir, `${TRACE}.csv`), 'utf8'), TRACE);
   const values = Array.from(series.values);
   const nTrain = Math.floor(TRAIN_FRACTION * values.length);
-  const replay = values.slice(nTrain, nTrain + days * SEASON);
-  const seed = values.slice(nTrain - SEED_DAYS * SEASON, nTrain);
+  // The slice starts at the first day's trough: a replay that began at a peak would meet the
+  // unwarmed controller with the whole peak at once (refused in falling steps, not in a ramp).
+  const firstDay = values.slice(nTrain, nTrain + SEASON);
+  const from = nTrain + firstDay.indexOf(Math.min(...firstDay));
+  const replay = values.slice(from, from + days * SEASON);
+  const seed = values.slice(from - SEED_DAYS * SEASON, from);
   const scale = (PEAK_OVER_INITIAL * INITIAL_PER_SEC) / Math.max(...replay);
-  return { seed: seed.map((v) => v * scale), replay: replay.map((v) => Math.round(v * scale)), scale };
+  return { seed: seed.map((v) => v * scale), replay: replay.map((v) => Math.round(v * scale)), scale, from };
 }
 
 /** Writes the seed as the steps before `start`, under a member id of its own. */
@@ -206,8 +210,8 @@ async function replayThrough(d: Deployment, replay: number[], t0: number, prewar
 /** The live part: both runs, and the target (pre-warm refuses at least 50% fewer during ramps, admitted p99 no worse). */
 export async function runPrescaleLive(o: { trafficDir: string; progress: (line: string) => void }): Promise<Record<string, unknown>> {
   const days = Number(process.env.EDGEQ_BENCH_PRESCALE_LIVE_DAYS ?? REPLAY_DAYS_DEFAULT);
-  if (!Number.isInteger(days) || days < 1 || days > 43) throw new Error(`EDGEQ_BENCH_PRESCALE_LIVE_DAYS must be an integer in [1, 43], got ${process.env.EDGEQ_BENCH_PRESCALE_LIVE_DAYS}`);
-  const { scale } = sliceOf(o.trafficDir, days);
+  if (!Number.isInteger(days) || days < 1 || days > 42) throw new Error(`EDGEQ_BENCH_PRESCALE_LIVE_DAYS must be an integer in [1, 42], got ${process.env.EDGEQ_BENCH_PRESCALE_LIVE_DAYS}`);
+  const { scale, from } = sliceOf(o.trafficDir, days);
   const controllerOnly = await oneRun(false, o.trafficDir, days, o.progress);
   o.progress(`controllerOnly: ${JSON.stringify(controllerOnly)}`);
   const prewarm = await oneRun(true, o.trafficDir, days, o.progress);
@@ -216,6 +220,8 @@ export async function runPrescaleLive(o: { trafficDir: string; progress: (line: 
   return {
     trace: TRACE,
     days,
+    /** The slice's first row (the first test day's trough). */
+    fromRow: from,
     stepMs: STEP_MS,
     leadSteps: LEAD_STEPS,
     initialPerSec: INITIAL_PER_SEC,

@@ -106,6 +106,28 @@ describe('selection', () => {
     expect(Array.from(b!.point)).toEqual(Array.from(a!.point));
   }, 60_000);
 
+  it('an LSTM winner is trained in the worker, saved there and loaded here, and forecasts', async () => {
+    // The LSTM as the only candidate, with a short training: the path a winning LSTM takes (a
+    // nested training worker, a model folder, loaded on the planner's side) end to end.
+    const s = withFuture(noisyDailySine(LSTM_SEASONS_MIN + 3));
+    const factory = workerModelFactory({ lstm: { epochsMax: 2, trainBudgetMs: 20_000, windowsPerEpochMax: 256 }, seed: 7 });
+    const chosen = await factory.retrain({
+      values: Float64Array.from(s.values),
+      timestamps: Float64Array.from(s.timestamps),
+      season: m,
+      horizon: H,
+      candidates: ['lstm'],
+      signal: new AbortController().signal,
+    });
+    expect(chosen.method).toBe('lstm');
+    expect(Number.isFinite(chosen.backtestMase)).toBe(true);
+    const view = { origin: s.values.length, values: s.values, timestamps: s.timestamps };
+    const [f] = await chosen.forecaster.forecast([view], H);
+    expect(f!.point).toHaveLength(H);
+    expect(Array.from(f!.point).every((v) => Number.isFinite(v) && v >= 0)).toBe(true);
+    expect(Array.from(f!.p90).every((v, h) => v >= f!.point[h]!)).toBe(true);
+  }, 120_000);
+
   it('an aborted retraining rejects and its worker stops', async () => {
     const s = withFuture(noisyDailySine(10));
     const abort = new AbortController();

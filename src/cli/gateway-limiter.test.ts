@@ -1,9 +1,9 @@
 // Proves the limiter settings of `edgeq gateway`: defaults, flags over the environment (EDGEQ_LIMITER*, EDGEQ_TENANT_WEIGHTS, which `edgeq dev` hands its gateways), and that every bad value stops the start with INVALID_CONFIG naming the flag (exit code 2, before anything is opened).
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { EdgeqError } from '../core/index.ts';
 import { LIMITER_INITIAL_PER_SEC_DEFAULT, LIMITER_INTERVAL_MS_DEFAULT, SIGNAL_TARGETS_DEFAULT } from '../../ratelimit/index.ts';
 import { limiterSettings } from './limiter-flags.ts';
-import { runCli } from './main.ts';
+import { runCliCaptured } from './test-support.ts';
 
 describe('limiterSettings', () => {
   it('defaults to the edgeq controller, the default interval, capacity and target', () => {
@@ -46,16 +46,9 @@ describe('edgeq gateway refuses bad limiter flags', () => {
     ['--tenant-weights', 'a'],
   ] as const) {
     it(`${flag} ${value}: INVALID_CONFIG naming ${flag}`, async () => {
-      const errors: string[] = [];
-      const spy = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
-        errors.push(String(chunk));
-        return true;
-      });
-      try {
-        expect(await runCli(['gateway', '--brokers', '127.0.0.1:1', '--port', '0', '--no-auth', flag, value])).toBe(2);
-      } finally {
-        spy.mockRestore();
-      }
+      const run = await runCliCaptured(['gateway', '--brokers', '127.0.0.1:1', '--port', '0', '--no-auth', flag, value]);
+      expect(run.code).toBe(2);
+      const errors = [run.stderr];
       expect(errors.join('')).toContain('INVALID_CONFIG');
       expect(errors.join('')).toContain(flag);
     });

@@ -2,12 +2,12 @@
 // (EDGEQ_PLANNER*, which `edgeq dev` hands its gateways), every bad value an INVALID_CONFIG naming
 // the flag before anything is opened (exit code 2), a lead or season the planner refuses for the
 // history's step named by the flag the user set, and the pre-warm level a report gives the limiter.
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { EdgeqError } from '../core/index.ts';
 import { PLAN_HEADROOM_DEFAULT, PLAN_INSTANCES_MAX, type PlannerReport } from '../../forecast/planner/index.ts';
 import { PLANNER_LEAD_MS_DEFAULT, PLANNER_PER_INSTANCE_DEFAULT, PLANNER_RETRAIN_MS_DEFAULT, plannerSettings } from './planner-flags.ts';
 import { checkPlannerSettings, prewarmLevel } from './gateway-planner.ts';
-import { runCli } from './main.ts';
+import { runCliCaptured } from './test-support.ts';
 
 function thrown(fn: () => unknown): EdgeqError {
   try {
@@ -88,32 +88,18 @@ describe('edgeq gateway refuses bad planner flags', () => {
     ['--planner-prewarm', 'yes'],
   ] as const) {
     it(`${flag} ${value}: INVALID_CONFIG naming ${flag}`, async () => {
-      const errors: string[] = [];
-      const spy = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
-        errors.push(String(chunk));
-        return true;
-      });
-      try {
-        expect(await runCli(['gateway', '--brokers', '127.0.0.1:1', '--port', '0', '--no-auth', flag, value])).toBe(2);
-      } finally {
-        spy.mockRestore();
-      }
+      const run = await runCliCaptured(['gateway', '--brokers', '127.0.0.1:1', '--port', '0', '--no-auth', flag, value]);
+      expect(run.code).toBe(2);
+      const errors = [run.stderr];
       expect(errors.join('')).toContain('INVALID_CONFIG');
       expect(errors.join('')).toContain(flag);
     });
   }
 
   it('a 1-second step with the default lead and a 20-step season: INVALID_CONFIG naming --planner-lead-ms', async () => {
-    const errors: string[] = [];
-    const spy = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
-      errors.push(String(chunk));
-      return true;
-    });
-    try {
-      expect(await runCli(['gateway', '--brokers', '127.0.0.1:1', '--port', '0', '--no-auth', '--ingress-step-ms', '1000', '--planner-season-steps', '20'])).toBe(2);
-    } finally {
-      spy.mockRestore();
-    }
+    const run = await runCliCaptured(['gateway', '--brokers', '127.0.0.1:1', '--port', '0', '--no-auth', '--ingress-step-ms', '1000', '--planner-season-steps', '20']);
+    expect(run.code).toBe(2);
+    const errors = [run.stderr];
     expect(errors.join('')).toContain('--planner-lead-ms');
   });
 });
