@@ -25,3 +25,14 @@ export async function runCliCaptured(argv: string[]): Promise<{ code: number; st
     e.mockRestore();
   }
 }
+
+/**
+ * Starts `edgeq gateway` with `args` after the minimal flags (a broker nobody listens on, any
+ * port, no auth) and returns its stderr, having checked that it stopped with exit code 2 (a
+ * typed start-up error) before opening anything.
+ */
+export async function gatewayRefusal(args: string[]): Promise<string> {
+  const run = await runCliCaptured(['gateway', '--brokers', '127.0.0.1:1', '--port', '0', '--no-auth', ...args]);
+  if (run.code !== 2) throw new Error(`edgeq gateway ${args.join(' ')} exited with ${run.code}, not 2: ${run.stderr}`);
+  return run.stderr;
+}
