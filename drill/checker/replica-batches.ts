@@ -24,6 +24,7 @@ import {
   OFFSET_RECORD_COUNT,
   parseSegmentName,
   readInt64,
+  segmentStem,
 } from '../../src/log/index.ts';
 import type { ReplicaBatches } from '../types.ts';
 
@@ -75,7 +76,7 @@ export async function readReplicaBatches(
   const batches: ListedBatch[] = [];
   for (const base of bases) {
     if (base >= options.highWatermark) break;
-    const done = await readSegment(join(dir, `${String(base).padStart(20, '0')}.log`), base, options.highWatermark, batches);
+    const done = await readSegment(join(dir, `${segmentStem(base)}.log`), base, options.highWatermark, batches);
     if (done) break;
   }
   return { region: options.region, broker: options.broker, topic, partition, batches, highWatermark: options.highWatermark };
