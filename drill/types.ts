@@ -73,8 +73,11 @@ export interface ReplicaBatches {
   readonly broker: string;
   readonly topic: string;
   readonly partition: number;
-  /** Batches in offset order: [baseOffset, lastOffset] and the batch CRC as stored. */
-  readonly batches: readonly { readonly baseOffset: number; readonly lastOffset: number; readonly crc: number }[];
+  /**
+   * Batches in offset order: [baseOffset, lastOffset] and the CRC32C of the batch's bytes as stored;
+   * `corrupt` when that does not match the checksum stored in the batch (the checker counts it divergent).
+   */
+  readonly batches: readonly { readonly baseOffset: number; readonly lastOffset: number; readonly crc: number; readonly corrupt?: boolean }[];
   readonly highWatermark: number;
 }
 
