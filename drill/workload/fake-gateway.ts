@@ -24,6 +24,8 @@ export class FakeGateway {
   private readonly attempts = new Map<string, number>();
   private readonly hung: (() => void)[] = [];
   script: ProduceScript = () => 'ok';
+  /** An empty read waits this long (real ms) when it asked to wait, as a long poll would. */
+  emptyReadWaitMs = 20;
   /** Reads return at most this many records (to test paging). */
   readPageMax = 10_000;
   readonly app = new Hono();
@@ -65,11 +67,12 @@ export class FakeGateway {
       if (answer.write) write();
       return problem(answer.status, answer.code, answer.retryAfter !== undefined ? { 'retry-after': answer.retryAfter } : {});
     });
-    this.app.get('/v1/topics/:name/partitions/:p/records', (c) => {
+    this.app.get('/v1/topics/:name/partitions/:p/records', async (c) => {
       const t = this.topics.get(c.req.param('name'));
       const log = t?.logs[Number(c.req.param('p'))];
       if (!t || !log) return problem(404, 'UNKNOWN_TOPIC_OR_PARTITION');
       const offset = Number(c.req.query('offset') ?? 0);
+      if (offset >= log.length && Number(c.req.query('waitMs') ?? 0) > 0) await new Promise((r) => setTimeout(r, this.emptyReadWaitMs));
       const max = Math.min(this.readPageMax, Number(c.req.query('maxRecords') ?? 100));
       const slice = log.slice(offset, offset + max).map((r, i) => ({ offset: offset + i, value: r.value, ...(t.scope === 'global' ? { originRegion: r.originRegion, originOffset: r.originOffset } : {}) }));
       return c.json({ records: slice, nextOffset: offset + slice.length, highWatermark: log.length });

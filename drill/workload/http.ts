@@ -64,8 +64,15 @@ export async function requestJson(url: string, req: JsonRequest, o: GatewayHttpO
   if (req.body !== undefined) headers['content-type'] = 'application/json';
   if (o.apiKey) headers['authorization'] = `Bearer ${o.apiKey}`;
   try {
-    const res = await fetchFn(url, { method: req.method, headers, body: req.body === undefined ? null : JSON.stringify(req.body), signal: ctl.signal });
-    const text = await res.text();
+    // Raced against the abort too: a fetch that ignores its signal (a stub, an in-process app) still ends.
+    const aborted = new Promise<never>((_, reject) => {
+      const fail = () => reject(new DOMException('aborted', 'AbortError'));
+      if (ctl.signal.aborted) fail();
+      else ctl.signal.addEventListener('abort', fail, { once: true });
+    });
+    aborted.catch(() => {});
+    const res = await Promise.race([fetchFn(url, { method: req.method, headers, body: req.body === undefined ? null : JSON.stringify(req.body), signal: ctl.signal }), aborted]);
+    const text = await Promise.race([res.text(), aborted]);
     let body: unknown = null;
     try {
       body = text === '' ? null : JSON.parse(text);

@@ -58,6 +58,8 @@ export interface CheckedWorkloadOptions {
   readonly requestTimeoutMs?: number;
   /** Called on every acked record (the drill's first acknowledged write after the fault). */
   readonly onAck?: (region: string, atMs: number) => void;
+  /** Poll observations kept; default POLLS_KEPT_MAX (tests lower it). */
+  readonly pollsKeptMax?: number;
   /** Run the readers (default true). */
   readonly consume?: boolean;
   readonly clock?: Clock;
@@ -123,6 +125,8 @@ function checkOptions(o: CheckedWorkloadOptions): { partitions: number; duration
   if (records > PRODUCED_RECORDS_MAX) throw invalid(`rate × duration × regions × 2 = ${Math.ceil(records)} records is over ${PRODUCED_RECORDS_MAX}`, 'durationMs', durationMs);
   const requestTimeoutMs = o.requestTimeoutMs ?? PRODUCE_TIMEOUT_MS_DEFAULT;
   if (!Number.isFinite(requestTimeoutMs) || requestTimeoutMs <= 0) throw invalid(`requestTimeoutMs must be > 0, got ${requestTimeoutMs}`, 'requestTimeoutMs', requestTimeoutMs);
+  const kept = o.pollsKeptMax ?? POLLS_KEPT_MAX;
+  if (!Number.isSafeInteger(kept) || kept < 0 || kept > POLLS_KEPT_MAX) throw invalid(`pollsKeptMax must be 0..${POLLS_KEPT_MAX}, got ${kept}`, 'pollsKeptMax', kept);
   return { partitions, durationMs, requestTimeoutMs };
 }
 
@@ -255,7 +259,7 @@ export class CheckedWorkload {
   }
 
   private onPoll(obs: PollObservation): void {
-    if (this.observations.length < POLLS_KEPT_MAX) this.observations.push(obs);
+    if (this.observations.length < (this.o.pollsKeptMax ?? POLLS_KEPT_MAX)) this.observations.push(obs);
     else this.pollsDropped++;
   }
 
@@ -272,7 +276,7 @@ export class CheckedWorkload {
     return [...this.records];
   }
 
-  /** The poll observations kept (the first POLLS_KEPT_MAX). */
+  /** The poll observations kept (the first pollsKeptMax). */
   polls(): PollObservation[] {
     return [...this.observations];
   }
