@@ -1,4 +1,9 @@
-/** The drill's checked workload (producers and readers over the gateways) and the drain after the heal (issue 16). */
+/**
+ * The drill's checked workload (producers and readers over the gateways) and the drain after the
+ * heal (issue 16). Each record names its partition explicitly: round-robin from a seeded start,
+ * skipping partitions with a request of the same producer still in flight (see producer.ts), so
+ * `ProducedRecord.partition` is where the checker looks and per-producer order is checkable.
+ */
 export {
   CheckedWorkload,
   POLLS_KEPT_MAX,
