@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sleep, testSeed, waitFor } from '../../src/testing/index.ts';
 import { CheckedWorkload, drain, type DrainResult, type WorkloadRecord, type WorkloadRegion } from '../../drill/workload/index.ts';
 import type { CheckedTopic, PollObservation } from '../../drill/types.ts';
+import { checkRun } from '../../drill/checker/index.ts';
 import { DEV_REGIONS_PORT_SPAN, freeRange, startDevRegions, stopAllDevs } from '../helpers/dev-process.ts';
 import { Geo } from '../helpers/geo.ts';
 import { cleanupTempDirs, tempDir } from '../helpers/tmp.ts';
@@ -119,6 +120,22 @@ describe('checked workload with real processes', () => {
     // One reader per region, topic and partition, each of which saw records.
     const readers = new Set(polls.filter((p) => p.offsets.length > 0).map((p) => `${p.region}/${p.topic}/${p.partition}`));
     expect(readers.size).toBe(regions.length * 2 * PARTITIONS);
+
+    // The drill's checker on the same run: it passes, and fails once a record an acked producer
+    // wrote is taken out of one region's drain behind its back (a planted loss).
+    const input = { topics, regions: regions.map((r) => r.region), produced, drain: drained, polls, replicas: [] };
+    const verdict = checkRun(input);
+    expect(verdict, JSON.stringify(verdict.examples)).toMatchObject({ verdict: 'pass', lost: 0, unexpected: 0, reordered: 0, duplicates: 0, offsetsBackwards: 0 });
+    expect(verdict.acked).toBe(acked.length);
+    const victim = global[0]!;
+    const other = regions.find((r) => r.region !== victim.region)!.region;
+    const planted2: DrainResult = {
+      ...drained,
+      regions: { ...drained.regions, [other]: { ...drained.regions[other]!, 'drill-g': drained.regions[other]!['drill-g']!.map((part) => part.filter((x) => x.value !== victim.id)) } },
+    };
+    const caught = checkRun({ ...input, drain: planted2 });
+    expect(caught).toMatchObject({ verdict: 'fail', lost: 1 });
+    expect(caught.examples['lost']!.join(' ')).toContain(victim.id);
 
     console.log(
       `[drill-workload] seed ${seed}: ${produced.length}/${scheduled} sent in ${stoppedAt - startedAt} ms, ${stats.acked} acked, ${stats.failed} failed, ${stats.indeterminate} indeterminate, ` +
