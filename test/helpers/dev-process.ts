@@ -17,10 +17,18 @@ function portFree(port: number): Promise<boolean> {
   });
 }
 
+/**
+ * Ports below Linux's ephemeral range (32768-60999 by default): a range chosen inside it can be
+ * taken, between the check and the deployment's bind, by any outgoing connection on the machine
+ * (seen in CI: a broker's metrics port went to another test's client socket, EADDRINUSE).
+ */
+const RANGE_PORT_MIN = 10_000;
+const RANGE_PORT_END = 32_768;
+
 /** A base port with `n` free ports after it. */
 export async function freeRange(n: number): Promise<number> {
   for (let attempt = 0; attempt < 50; attempt++) {
-    const base = 20_000 + Math.floor(Math.random() * 30_000);
+    const base = RANGE_PORT_MIN + Math.floor(Math.random() * (RANGE_PORT_END - n - RANGE_PORT_MIN));
     const ok = await Promise.all(Array.from({ length: n }, (_, i) => portFree(base + i)));
     if (ok.every(Boolean)) return base;
   }
