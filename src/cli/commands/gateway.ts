@@ -158,13 +158,27 @@ export function registerGatewayCommand(program: Command): void {
         signals,
         logger,
       });
-      // The planner starts once the history exists (after the mesh: the history's member id is the
-      // mesh member's); until then /v1/capacity answers from an empty report.
-      let plannerHandle: GatewayPlannerHandle | null = null;
-      const capacity: CapacitySource | null = plannerConfig && {
-        report: () => plannerHandle?.source.report() ?? { region, step: ingressConfig.stepMs, now: { ingressPerSec: 0, capacityPerSec: limiter.view().capacityPerSec }, forecast: [], plan: [], model: { method: 'last_value', trainedAt: null, backtestMase: null, liveMase: null, mode: 'reactive' } },
-        gauges: () => plannerHandle?.source.gauges() ?? { p50: 0, p90: 0, desired: { broker: 0, gateway: 0 }, mode: 'reactive', liveMase: null },
-      };
+      // The region's history is read from the cell (the recorder, which needs this gateway's mesh
+      // member id, starts after the mesh); the planner steps on it from the start.
+      const history = new IngressHistory({
+        source: topicSource({ admin: client.admin(), consumer: client.consumer({ fromBeginning: true }), retentionMs: ingressConfig.retentionMs, logger }),
+        stepMs: ingressConfig.stepMs,
+        retentionMs: ingressConfig.retentionMs,
+        clock: systemClock,
+        logger,
+      });
+      const plannerHandle: GatewayPlannerHandle | null = plannerConfig
+        ? startGatewayPlanner({
+            region,
+            stepMs: ingressConfig.stepMs,
+            settings: plannerConfig,
+            history,
+            limiter: limiter.kind === 'none' ? null : limiter,
+            mesh: () => meshHandle?.mesh.view() ?? null,
+            logger,
+          })
+        : null;
+      const capacity: CapacitySource | null = plannerHandle?.source ?? null;
       const app = createGatewayApp({ client, auth, limits, mesh, region, limiter, quotas, capacity });
       const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
         // Produces the limiter would refuse are answered before the framework (src/gateway/shed.ts).
@@ -185,7 +199,7 @@ export function registerGatewayCommand(program: Command): void {
             client,
             registry: app.metrics.registry,
             ingressTotals: () => app.metrics.ingressTotals(),
-            forecast: () => plannerHandle?.summary() ?? { kind: 'none' },
+            ...(plannerHandle ? { forecast: () => plannerHandle.summary() } : {}),
             logger,
           });
           const agent = meshHandle.agent;
@@ -193,6 +207,8 @@ export function registerGatewayCommand(program: Command): void {
         } catch (err) {
           // A mesh that cannot start (its port taken, a bad option) stops the gateway: no half-started process.
           quotas.close();
+          await plannerHandle?.close();
+          await history.close();
           limiter.close();
           await new Promise<void>((resolve) => server.close(() => resolve()));
           await app.close().catch(() => undefined);
@@ -212,27 +228,9 @@ export function registerGatewayCommand(program: Command): void {
         clock: systemClock,
         logger,
       });
-      const history = new IngressHistory({
-        source: topicSource({ admin: client.admin(), consumer: client.consumer({ fromBeginning: true }), retentionMs: ingressConfig.retentionMs, logger }),
-        stepMs: ingressConfig.stepMs,
-        retentionMs: ingressConfig.retentionMs,
-        clock: systemClock,
-        logger,
-      });
       registerIngressHistoryMetrics(app.metrics.registry, { history, recorder });
       recorder.start();
       history.start();
-      if (plannerConfig) {
-        plannerHandle = startGatewayPlanner({
-          region,
-          stepMs: ingressConfig.stepMs,
-          settings: plannerConfig,
-          history,
-          limiter: limiter.kind === 'none' ? null : limiter,
-          mesh: () => meshHandle?.mesh.view() ?? null,
-          logger,
-        });
-      }
       // One machine-readable line for supervisors and tests, like the broker's.
       process.stdout.write(
         `${JSON.stringify({ event: 'listening', service: 'gateway', host, port: boundPort, pid: process.pid, auth: auth !== null, limiter: limiter.kind, ...(self ? { region: self.region, member: self.member, mesh: self.address } : {}) })}\n`,
