@@ -11,9 +11,9 @@ import { freePort } from '../../test/helpers/ports.ts';
 import { DevControlDriver } from './dev-driver.ts';
 
 const PROCESSES = [
-  { region: 'us-east', role: 'broker' as const, name: 'us-east/broker-1', pid: 4101 },
-  { region: 'eu-west', role: 'gateway' as const, name: 'eu-west/gateway', pid: 4102 },
-  { region: 'eu-west', role: 'broker' as const, name: 'eu-west/broker-1', pid: null },
+  { region: 'us-east', role: 'broker' as const, name: 'us-east/broker-1', pid: 4101, held: false },
+  { region: 'eu-west', role: 'gateway' as const, name: 'eu-west/gateway', pid: 4102, held: false },
+  { region: 'eu-west', role: 'broker' as const, name: 'eu-west/broker-1', pid: null, held: false },
 ];
 
 const closers: (() => Promise<void>)[] = [];

@@ -4,10 +4,12 @@
  * (`GET /v1/dev/processes`; the supervisor runs on this machine, and restarts a killed child).
  */
 import { EdgeqError } from '../../src/core/index.ts';
-import type { DeploymentLink, DeploymentProcess, FaultDriver, LinkDegradation } from './driver.ts';
+import type { Deployment, DeploymentLink, DeploymentProcess, FaultDriver, LinkDegradation } from './driver.ts';
 
 /** Bound on one control API call. */
 export const CONTROL_CALL_MS = 5_000;
+/** Bound on a release: it answers once the process is ready again (a broker replays its log first). */
+export const RELEASE_CALL_MS = 60_000;
 
 type Signal = 'SIGKILL' | 'SIGSTOP' | 'SIGCONT';
 
@@ -16,6 +18,8 @@ export class DevControlDriver implements FaultDriver {
   private readonly changedLinks = new Map<string, DeploymentLink>();
   /** Processes paused and not resumed yet, by pid. */
   private readonly paused = new Map<number, DeploymentProcess>();
+  /** Processes held down and not released yet, by name. */
+  private readonly heldDown = new Map<string, DeploymentProcess>();
 
   constructor(
     private readonly control: string,
@@ -27,6 +31,10 @@ export class DevControlDriver implements FaultDriver {
     const d = new DevControlDriver(control);
     await d.processes();
     return d;
+  }
+
+  async deployment(): Promise<Deployment> {
+    return (await this.call('GET', '/v1/dev/deployment')) as Deployment;
   }
 
   async processes(): Promise<DeploymentProcess[]> {
@@ -42,6 +50,17 @@ export class DevControlDriver implements FaultDriver {
     // A paused process that is killed dies paused; forget it (the supervisor starts a new one).
     if (p.pid !== null) this.paused.delete(p.pid);
     this.send(p, 'SIGKILL');
+  }
+
+  async hold(p: DeploymentProcess, signal: 'SIGKILL' | 'SIGTERM' = 'SIGKILL'): Promise<void> {
+    if (p.pid !== null) this.paused.delete(p.pid);
+    this.heldDown.set(p.name, p);
+    await this.call('POST', `/v1/dev/processes/${p.name.split('/').map(encodeURIComponent).join('/')}/hold`, { signal });
+  }
+
+  async release(p: DeploymentProcess): Promise<void> {
+    await this.call('POST', `/v1/dev/processes/${p.name.split('/').map(encodeURIComponent).join('/')}/release`);
+    this.heldDown.delete(p.name);
   }
 
   async pause(p: DeploymentProcess): Promise<void> {
@@ -78,6 +97,13 @@ export class DevControlDriver implements FaultDriver {
         await this.resume(p);
       } catch (err) {
         failures.push(`resume ${p.name}: ${(err as Error).message}`);
+      }
+    }
+    for (const p of [...this.heldDown.values()]) {
+      try {
+        await this.release(p);
+      } catch (err) {
+        failures.push(`release ${p.name}: ${(err as Error).message}`);
       }
     }
     for (const before of [...this.changedLinks.values()]) {
@@ -125,7 +151,7 @@ export class DevControlDriver implements FaultDriver {
       res = await fetch(`${this.control}${path}`, {
         method,
         ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
-        signal: AbortSignal.timeout(CONTROL_CALL_MS),
+        signal: AbortSignal.timeout(path.endsWith('/release') ? RELEASE_CALL_MS : CONTROL_CALL_MS),
       });
     } catch (err) {
       throw new EdgeqError('BROKER_NOT_AVAILABLE', `no deployment control API answers at ${this.control} (${(err as Error).message})`, { cause: err, details: { control: this.control } });

@@ -42,6 +42,8 @@ interface Running {
 export class Supervisor {
   private readonly children = new Map<string, Running>();
   private stopping = false;
+  /** Children held down (`hold`): not restarted when they exit, until `release`. */
+  private readonly held = new Set<string>();
   private readonly restartsPerMinuteMax: number;
   private readonly stopTimeoutMs: number;
   private readonly restartDelayMs: number;
@@ -89,13 +91,46 @@ export class Supervisor {
     return info;
   }
 
-  /** Children and what they printed when ready. */
-  status(): { name: string; pid: number; info: Record<string, unknown> }[] {
-    return [...this.children.values()].map((r) => ({ name: r.spec.name, pid: r.child.pid ?? 0, info: r.info }));
+  /** Children and what they printed when ready; pid null while one is down (restarting or held). */
+  status(): { name: string; pid: number | null; held: boolean; info: Record<string, unknown> }[] {
+    return [...this.children.values()].map((r) => ({
+      name: r.spec.name,
+      pid: r.child.exitCode === null && r.child.signalCode === null ? (r.child.pid ?? null) : null,
+      held: this.held.has(r.spec.name),
+      info: r.info,
+    }));
+  }
+
+  /**
+   * Takes a child down and keeps it down (no restart) until `release`: what a fault needs that
+   * acts on a stopped process (a power loss applied to its data folder, a corrupted segment).
+   * Resolves once it has exited. NOT_FOUND for a name the supervisor does not run.
+   */
+  async hold(name: string, signal: 'SIGKILL' | 'SIGTERM' = 'SIGKILL'): Promise<void> {
+    const r = this.children.get(name);
+    if (!r) throw new EdgeqError('NOT_FOUND', `no process named ${name}`, { details: { process: name } });
+    this.held.add(name);
+    if (r.child.exitCode === null && r.child.signalCode === null) {
+      r.child.kill(signal);
+      const timer = setTimeout(() => r.child.kill('SIGKILL'), this.stopTimeoutMs);
+      await r.exited;
+      clearTimeout(timer);
+    }
+  }
+
+  /** Starts a held child again and resolves once it is ready; a child not held is left as it is. */
+  async release(name: string): Promise<void> {
+    const r = this.children.get(name);
+    if (!r) throw new EdgeqError('NOT_FOUND', `no process named ${name}`, { details: { process: name } });
+    if (!this.held.delete(name)) return;
+    // A restart of it may have been under way when it was held (its backoff sleep): the restart
+    // checks `held` after the sleep, and a child already running again is left alone.
+    if (r.child.exitCode === null && r.child.signalCode === null) return;
+    await this.start(r.spec, r.restarts);
   }
 
   private async onExit(r: Running): Promise<void> {
-    if (this.stopping || this.children.get(r.spec.name) !== r) return;
+    if (this.stopping || this.children.get(r.spec.name) !== r || this.held.has(r.spec.name)) return;
     const now = Date.now();
     const recent = r.restarts.filter((t) => now - t < 60_000);
     if (recent.length >= this.restartsPerMinuteMax) {
@@ -106,7 +141,7 @@ export class Supervisor {
     const backoffMs = this.restartDelayMs * 2 ** recent.length;
     this.options.logger.warn({ child: r.spec.name, code: r.child.exitCode, signal: r.child.signalCode, backoffMs }, 'child died; restarting it');
     await new Promise((res) => setTimeout(res, backoffMs));
-    if (this.stopping) return;
+    if (this.stopping || this.held.has(r.spec.name) || this.children.get(r.spec.name) !== r) return;
     try {
       await this.start(r.spec, [...recent, now]);
       this.options.logger.info({ child: r.spec.name }, 'child restarted');

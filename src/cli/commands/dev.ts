@@ -17,7 +17,8 @@ import { EdgeqError } from '../../core/errors.ts';
 import { createLogger } from '../../core/logger.ts';
 import { Authenticator } from '../../gateway/index.ts';
 import { LinkEmulator } from '../../wan/index.ts';
-import { startControlApi, type DevProcess } from '../dev/control-api.ts';
+import { startControlApi, type DevDeployment, type DevProcess } from '../dev/control-api.ts';
+import { faultStorageKind } from '../../log/fault-storage.ts';
 import { checkPortsFree } from '../dev/ports-free.ts';
 import { planTopology, type RegionPlan, type Topology } from '../dev/topology.ts';
 import { Supervisor } from '../supervisor.ts';
@@ -183,7 +184,10 @@ export function registerDevCommand(program: Command): void {
           port: t.controlPort,
           emulator,
           processes: () =>
-            sup.status().map((s) => ({ ...(specs.get(s.name) ?? { region: '', role: 'broker' as const }), name: s.name, pid: s.pid })),
+            sup.status().map((s) => ({ ...(specs.get(s.name) ?? { region: '', role: 'broker' as const }), name: s.name, pid: s.pid, held: s.held })),
+          hold: (name, signal) => sup.hold(name, signal),
+          release: (name) => sup.release(name),
+          deployment: () => describeDeployment(t, faultStorageKind(env)),
         });
         await Promise.all(
           t.regions.map(async (r) => {
@@ -217,7 +221,7 @@ export function registerDevCommand(program: Command): void {
         [
           `edgeq dev: ${t.regions.length} region(s), ${t.brokersPerRegion} broker(s) each, ${keysFile === null ? 'auth off (local deployment)' : `auth on (keys ${keysFile})`}; data in ${t.dataDir}`,
           ...regions.map((r) => `  ${r.region}: gateway ${r.gateway}  brokers ${r.brokers}  arbiter ${r.arbiter}  mesh ${r.mesh}`),
-          `  control API ${controlUrl} (GET /v1/dev/links, PUT /v1/dev/links/{from}/{to}, GET /v1/dev/processes); links between regions: ${t.wanLatencyMs} ms one way`,
+          `  control API ${controlUrl} (GET /v1/dev/links, PUT /v1/dev/links/{from}/{to}, GET /v1/dev/processes, POST /v1/dev/processes/{name}/hold|release, GET /v1/dev/deployment); links between regions: ${t.wanLatencyMs} ms one way`,
           '  Ctrl-C stops everything',
           '',
         ].join('\n'),
@@ -231,6 +235,27 @@ export function registerDevCommand(program: Command): void {
         process.once('SIGINT', () => stop('SIGINT'));
       });
     });
+}
+
+/** Where every part of the deployment is, for `GET /v1/dev/deployment` (drills find brokers' data folders there). */
+function describeDeployment(t: Topology, faultStorage: DevDeployment['faultStorage']): DevDeployment {
+  return {
+    dataDir: resolve(t.dataDir),
+    faultStorage,
+    regions: t.regions.map((r) => ({
+      region: r.name,
+      gateway: `http://127.0.0.1:${r.gatewayPort}`,
+      gatewayName: `${r.name}/gateway`,
+      arbiter: { name: `${r.name}/arbiter`, address: loopback(r.arbiterPort), dataDir: resolve(r.dataDir, 'arbiter') },
+      brokers: r.brokerPorts.map((port, i) => ({
+        name: `${r.name}/broker-${i + 1}`,
+        id: i + 1,
+        address: loopback(port),
+        admin: `http://127.0.0.1:${r.adminPorts[i]}`,
+        dataDir: resolve(r.dataDir, `broker-${i + 1}`),
+      })),
+    })),
+  };
 }
 
 function optional<K extends string>(key: K, value: string | undefined): Partial<Record<K, string>> {

@@ -6,9 +6,9 @@ import { LinkEmulator } from '../../wan/index.ts';
 import { CONTROL_BODY_BYTES_MAX, CONTROL_PORT_DEFAULT, controlPortFrom, createControlApp, startControlApi, type DevProcess } from './control-api.ts';
 
 const PROCESSES: DevProcess[] = [
-  { region: 'us-east', role: 'arbiter', name: 'us-east/arbiter', pid: 101 },
-  { region: 'us-east', role: 'broker', name: 'us-east/broker-1', pid: 102 },
-  { region: 'eu-west', role: 'gateway', name: 'eu-west/gateway', pid: null },
+  { region: 'us-east', role: 'arbiter', name: 'us-east/arbiter', pid: 101, held: false },
+  { region: 'us-east', role: 'broker', name: 'us-east/broker-1', pid: 102, held: false },
+  { region: 'eu-west', role: 'gateway', name: 'eu-west/gateway', pid: null, held: true },
 ];
 
 function rig() {

@@ -7,7 +7,12 @@
  *   GET /v1/dev/links/{from}/{to}   → link, or 404
  *   PUT /v1/dev/links/{from}/{to}   → link as it is now; body: any subset of
  *       {"latencyMs","jitterMs","lossRate","bandwidthBytesPerSec","blackhole","reset"}
- *   GET /v1/dev/processes           → {"processes": [{region, role, name, pid}, …]}
+ *   GET /v1/dev/processes           → {"processes": [{region, role, name, pid, held}, …]}
+ *   POST /v1/dev/processes/{region}/{name}/hold     → the process, down and kept down (no
+ *       restart); body optional: {"signal": "SIGKILL" (default) | "SIGTERM"}
+ *   POST /v1/dev/processes/{region}/{name}/release  → the process, started again and ready
+ *   GET /v1/dev/deployment          → where everything is: every region's gateway URL, its
+ *       arbiter and brokers (address, admin URL, data folder), the data folder and fault storage
  *
  * Errors are problem+json through the gateway's one mapping (status from the core error table),
  * with the offending field named in `detail` and, for bad link settings, in a `field` member.
@@ -35,8 +40,33 @@ export interface DevProcess {
   role: DevRole;
   /** The supervisor's name for it, e.g. `us-east/broker-2`. */
   name: string;
-  /** null while it is not running (between a crash and its restart). */
+  /** null while it is not running (between a crash and its restart, or held down). */
   pid: number | null;
+  /** Held down by the control API (not restarted until released). */
+  held: boolean;
+}
+
+/** One broker of the deployment, where a drill finds it. */
+export interface DevBroker {
+  name: string;
+  id: number;
+  address: string;
+  admin: string;
+  dataDir: string;
+}
+
+/** Where every part of the deployment is (`GET /v1/dev/deployment`). */
+export interface DevDeployment {
+  dataDir: string;
+  /** The storage the brokers write through: `power-loss` only for the fault campaign and tests. */
+  faultStorage: 'none' | 'power-loss';
+  regions: {
+    region: string;
+    gateway: string;
+    gatewayName: string;
+    arbiter: { name: string; address: string; dataDir: string };
+    brokers: DevBroker[];
+  }[];
 }
 
 /** What the control API is built from. */
@@ -44,6 +74,12 @@ export interface ControlApiDeps {
   emulator: Pick<LinkEmulator, 'links' | 'get' | 'set'>;
   /** Every process of the deployment, now. */
   processes: () => DevProcess[] | Promise<DevProcess[]>;
+  /** Takes a process down and keeps it down; NOT_FOUND for an unknown name. */
+  hold?: (name: string, signal: 'SIGKILL' | 'SIGTERM') => Promise<void>;
+  /** Starts a held process again, resolving once it is ready. */
+  release?: (name: string) => Promise<void>;
+  /** Where everything is. */
+  deployment?: () => DevDeployment;
 }
 
 function problem(err: unknown): Response {
@@ -92,6 +128,44 @@ export function createControlApp(deps: ControlApiDeps): Hono {
     },
   );
   app.get('/v1/dev/processes', async (c) => c.json({ processes: await deps.processes() }));
+  const processNamed = async (c: Context): Promise<DevProcess> => {
+    const name = `${c.req.param('region') ?? ''}/${c.req.param('name') ?? ''}`;
+    const p = (await deps.processes()).find((x) => x.name === name);
+    if (!p) throw new EdgeqError('NOT_FOUND', `no process named ${name}`, { details: { process: name } });
+    return p;
+  };
+  const unsupported = (what: string) => new EdgeqError('NOT_FOUND', `this deployment's control API cannot ${what}`);
+  app.post('/v1/dev/processes/:region/:name/hold', bodyLimit({ maxSize: CONTROL_BODY_BYTES_MAX }), async (c) => {
+    if (!deps.hold) throw unsupported('hold processes');
+    const p = await processNamed(c);
+    const text = await c.req.text();
+    let signal: unknown = 'SIGKILL';
+    if (text.trim() !== '') {
+      let body: unknown;
+      try {
+        body = JSON.parse(text);
+      } catch (err) {
+        throw new EdgeqError('INVALID_ARGUMENT', `body is not valid JSON: ${(err as Error).message}`, { cause: err, details: { field: null } });
+      }
+      if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new EdgeqError('INVALID_ARGUMENT', 'body must be a JSON object', { details: { field: null } });
+      const unknown = Object.keys(body).filter((k) => k !== 'signal');
+      if (unknown.length > 0) throw new EdgeqError('INVALID_ARGUMENT', `unknown field ${unknown[0]} (allowed: signal)`, { details: { field: unknown[0] } });
+      signal = (body as { signal?: unknown }).signal ?? 'SIGKILL';
+    }
+    if (signal !== 'SIGKILL' && signal !== 'SIGTERM') throw new EdgeqError('INVALID_ARGUMENT', `signal must be "SIGKILL" or "SIGTERM", got ${JSON.stringify(signal)}`, { details: { field: 'signal' } });
+    await deps.hold(p.name, signal);
+    return c.json(await processNamed(c));
+  });
+  app.post('/v1/dev/processes/:region/:name/release', async (c) => {
+    if (!deps.release) throw unsupported('release processes');
+    const p = await processNamed(c);
+    await deps.release(p.name);
+    return c.json(await processNamed(c));
+  });
+  app.get('/v1/dev/deployment', (c) => {
+    if (!deps.deployment) throw unsupported('describe the deployment');
+    return c.json(deps.deployment());
+  });
   return app;
 }
 
