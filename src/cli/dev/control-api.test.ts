@@ -110,6 +110,58 @@ describe('control API routes', () => {
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ processes: PROCESSES });
   });
+
+  it('holds and releases a process by name, and refuses a bad signal, an unknown field or name, changing nothing', async () => {
+    const emulator = new LinkEmulator();
+    const calls: string[] = [];
+    const procs: DevProcess[] = PROCESSES.map((p) => ({ ...p }));
+    const app = createControlApp({
+      emulator,
+      processes: () => procs,
+      hold: async (name, signal) => {
+        calls.push(`hold ${name} ${signal}`);
+        Object.assign(procs.find((p) => p.name === name)!, { pid: null, held: true });
+      },
+      release: async (name) => {
+        calls.push(`release ${name}`);
+        Object.assign(procs.find((p) => p.name === name)!, { pid: 999, held: false });
+      },
+    });
+    const post = (path: string, body?: string) => app.request(path, { method: 'POST', ...(body === undefined ? {} : { body }) });
+    const held = await post('/v1/dev/processes/us-east/broker-1/hold');
+    expect(held.status).toBe(200);
+    expect(await held.json()).toMatchObject({ name: 'us-east/broker-1', pid: null, held: true });
+    expect((await post('/v1/dev/processes/us-east/arbiter/hold', '{"signal":"SIGTERM"}')).status).toBe(200);
+    const released = await post('/v1/dev/processes/us-east/broker-1/release');
+    expect(await released.json()).toMatchObject({ name: 'us-east/broker-1', pid: 999, held: false });
+    expect(calls).toEqual(['hold us-east/broker-1 SIGKILL', 'hold us-east/arbiter SIGTERM', 'release us-east/broker-1']);
+    for (const [path, body, status, field] of [
+      ['/v1/dev/processes/us-east/broker-1/hold', '{"signal":"SIGSTOP"}', 400, 'signal'],
+      ['/v1/dev/processes/us-east/broker-1/hold', '{"sig":"SIGKILL"}', 400, 'sig'],
+      ['/v1/dev/processes/us-east/broker-1/hold', '[1]', 400, undefined],
+      ['/v1/dev/processes/us-east/broker-1/hold', '{nope', 400, undefined],
+      ['/v1/dev/processes/us-east/broker-9/hold', undefined, 404, undefined],
+      ['/v1/dev/processes/mars/gateway/release', undefined, 404, undefined],
+    ] as const) {
+      const res = await post(path, body);
+      expect(res.status, `${path} ${body}`).toBe(status);
+      expect(res.headers.get('content-type')).toBe('application/problem+json');
+      if (field !== undefined) expect((await problemOf(res))['field']).toBe(field);
+    }
+    expect(calls).toHaveLength(3);
+  });
+
+  it('describes the deployment, and says so when it cannot hold, release or describe', async () => {
+    const deployment = { dataDir: '/d', faultStorage: 'none' as const, regions: [{ region: 'us-east', gateway: 'http://127.0.0.1:1', gatewayName: 'us-east/gateway', arbiter: { name: 'us-east/arbiter', address: '127.0.0.1:2', dataDir: '/d/us-east/arbiter' }, brokers: [] }] };
+    const withIt = createControlApp({ emulator: new LinkEmulator(), processes: () => PROCESSES, deployment: () => deployment });
+    expect(await (await withIt.request('/v1/dev/deployment')).json()).toEqual(deployment);
+    const { app } = rig();
+    for (const [method, path] of [['GET', '/v1/dev/deployment'], ['POST', '/v1/dev/processes/us-east/broker-1/hold'], ['POST', '/v1/dev/processes/us-east/broker-1/release']] as const) {
+      const res = await app.request(path, { method });
+      expect(res.status, path).toBe(404);
+      expect((await problemOf(res))['detail']).toMatch(/cannot/);
+    }
+  });
 });
 
 describe('startControlApi', () => {
