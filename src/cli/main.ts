@@ -14,6 +14,7 @@ import { registerConsumeCommand } from './commands/consume.ts';
 import { registerGatewayCommand } from './commands/gateway.ts';
 import { registerForecastCommands } from './commands/forecast.ts';
 import { registerQuotasCommands } from './commands/quotas.ts';
+import { registerDrillCommand } from './commands/drill.ts';
 
 /** Builds the program with every subcommand. */
 export function buildProgram(): Command {
@@ -32,6 +33,7 @@ export function buildProgram(): Command {
   registerGatewayCommand(program);
   registerForecastCommands(program);
   registerQuotasCommands(program);
+  registerDrillCommand(program);
   return program;
 }
 
