@@ -101,7 +101,7 @@ export async function runChecked(o: CheckedRunOptions): Promise<CheckedRunResult
   // Names unique per run: records of an earlier run on the same topics would be "unexpected".
   const tag = `${o.seed.toString(36)}-${started.toString(36)}`;
   const acks = new Map<string, number[]>(regionNames.map((r) => [r, []]));
-  const workload = new CheckedWorkload({
+  const workload = (o.makeWorkload ?? ((w) => new CheckedWorkload(w)))({
     regions,
     globalTopic: `drill-${tag}-g`,
     localTopic: `drill-${tag}-l`,

@@ -7,6 +7,7 @@
 import type { CheckedTopic, CheckResult } from '../types.ts';
 import type { Deployment, FaultDriver } from '../faults/index.ts';
 import type { DrillReport } from '../report/index.ts';
+import type { CheckedWorkload, CheckedWorkloadOptions } from '../workload/index.ts';
 
 /** The drills `edgeq drill <scenario>` runs, in the issue's words. */
 export const SCENARIOS = ['broker-kill', 'leader-kill', 'region-isolate', 'region-kill', 'arbiter-loss', 'link-degrade', 'gateway-kill'] as const;
@@ -102,6 +103,8 @@ export interface CheckedRunOptions {
   readonly onProgress?: (p: DrillProgress) => void;
   /** Aborting heals everything, stops the workload and returns a failing report ("interrupted"). */
   readonly signal?: AbortSignal;
+  /** Builds the workload (default: a CheckedWorkload); tests plant a lying workload through it. */
+  readonly makeWorkload?: (o: CheckedWorkloadOptions) => CheckedWorkload;
 }
 
 /** What a checked run returns: the report, and the checker's full result (examples included). */

@@ -1,8 +1,12 @@
 /**
  * The seven drills of `edgeq drill <scenario>` as fault specs (issue 16). Each picks its victim
  * from the live deployment (seeded where there is a choice), injects through the fault driver,
- * and returns its heal; a killed process is restarted by the supervisor, and the heal waits for it
- * to be running again, so the drill ends with the deployment whole.
+ * and returns its heal, so the drill ends with the deployment whole.
+ *
+ * A killed process is SIGKILLed and kept down until the heal (the driver's hold), then started
+ * again by the drill: left to the supervisor, a broker is back in about a second, often before
+ * its cell's lease on it has run out, and then it simply resumes its leadership: the drill would
+ * not rehearse a failover at all, and whether it did would depend on the machine's speed.
  */
 import { EdgeqError } from '../../src/core/index.ts';
 import type { DeploymentProcess } from '../faults/index.ts';
@@ -54,11 +58,17 @@ function brokerName(ctx: FaultContext, id: number): string {
   return b.name;
 }
 
-/** SIGKILLs `name`; the heal waits until the supervisor has it running again. */
+/** SIGKILLs `name` and keeps it down; the heal starts it again and waits until it runs. */
 async function killAndAwaitRestart(ctx: FaultContext, name: string, base: Omit<InjectedFault, 'heal'>): Promise<InjectedFault> {
-  await ctx.driver.kill(await processNamed(ctx, name));
-  ctx.mark('fault.kill', name);
-  return { ...base, heal: () => running(ctx, name) };
+  await ctx.driver.hold(await processNamed(ctx, name), 'SIGKILL');
+  ctx.mark('fault.kill', `${name} (SIGKILL; down until the heal)`);
+  return {
+    ...base,
+    heal: async () => {
+      await ctx.driver.release(await processNamed(ctx, name));
+      await running(ctx, name);
+    },
+  };
 }
 
 const brokerKill: FaultSpec = {
@@ -140,7 +150,7 @@ const arbiterLoss: FaultSpec = {
     let killed: string | null = null;
     if (busiest) {
       killed = brokerName(ctx, busiest.leader!);
-      await ctx.driver.kill(await processNamed(ctx, killed));
+      await ctx.driver.hold(await processNamed(ctx, killed), 'SIGKILL');
       ctx.mark('fault.kill', `${killed}, leader of ${busiest.topic}-${busiest.partition}: its writes need a new leader, which only the arbiter can fence`);
     }
     return {
@@ -150,7 +160,10 @@ const arbiterLoss: FaultSpec = {
       affected: [ctx.region],
       heal: async () => {
         await ctx.driver.resume(await processNamed(ctx, r.arbiter.name));
-        if (killed) await running(ctx, killed);
+        if (killed) {
+          await ctx.driver.release(await processNamed(ctx, killed));
+          await running(ctx, killed);
+        }
       },
     };
   },

@@ -8,8 +8,8 @@ import { diffSnapshots, type RegionSnapshot, type TimelineEvent } from './events
 
 /** How often each region is polled. */
 export const POLL_EVERY_MS_DEFAULT = 250;
-/** Bound on one call to a gateway: a region that does not answer in it reads as unreachable. */
-export const POLL_CALL_MS = 1_500;
+/** Bound on one call to a gateway: a region that does not answer in it reads as unreachable (3 s: a loaded gateway answering /v1/cell while a broker is down took over 1.5 s). */
+export const POLL_CALL_MS = 3_000;
 /** Events kept; later ones are counted in `dropped()`. */
 export const TIMELINE_EVENTS_MAX = 10_000;
 
@@ -23,6 +23,8 @@ export interface TimelineRecorderOptions {
 export class TimelineRecorder {
   private readonly events: TimelineEvent[] = [];
   private readonly last = new Map<string, RegionSnapshot>();
+  /** The last members and partitions each region's gateway answered with. */
+  private readonly lastGood = new Map<string, Pick<RegionSnapshot, 'members' | 'partitions'>>();
   private timers: NodeJS.Timeout[] = [];
   private stopped = false;
   private droppedEvents = 0;
@@ -83,9 +85,21 @@ export class TimelineRecorder {
         : null,
       capacityPerSec: limiter ? ((limiter as { capacityPerSec: number | null }).capacityPerSec ?? null) : null,
     };
-    for (const e of diffSnapshots(this.last.get(region) ?? null, snap)) this.push(e);
-    this.last.set(region, snap);
-    return snap;
+    // A poll where one of the calls failed (a slow answer while a broker is down) must not lose
+    // the changes around it: the part that failed is taken from the last poll that had it, and
+    // after a stretch where the gateway answered nothing, the changes made meanwhile are diffed
+    // against the last good view.
+    const good = this.lastGood.get(region) ?? { members: null, partitions: null };
+    const reachable = snap.members !== null || snap.partitions !== null;
+    const filled: RegionSnapshot = reachable ? { ...snap, members: snap.members ?? good.members, partitions: snap.partitions ?? good.partitions } : snap;
+    const before = this.last.get(region) ?? null;
+    for (const e of diffSnapshots(before, filled)) this.push(e);
+    if (before !== null && before.members === null && before.partitions === null && reachable) {
+      for (const e of diffSnapshots({ ...filled, ...good, t: before.t }, filled)) if (!e.event.startsWith('region.')) this.push(e);
+    }
+    if (reachable) this.lastGood.set(region, { members: filled.members, partitions: filled.partitions });
+    this.last.set(region, filled);
+    return filled;
   }
 
   private push(e: TimelineEvent): void {
