@@ -4,6 +4,10 @@
 // (convergeMs set), the mesh's view of the target region is what detection means for isolate and
 // kill, and the links and processes are as they were before the drill.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawn } from 'node:child_process';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { waitFor } from '../../src/testing/index.ts';
 import { DevControlDriver, type Deployment } from '../../drill/faults/index.ts';
 import { runChecked } from '../../drill/runner/index.ts';
@@ -18,6 +22,9 @@ const RATE = 10;
 /** Bound on one drill: its 10 s, the recovery wait (a region restarting: ~5-15 s on 2 cores), convergence (bounded 90 s) and the check. */
 const DRILL_MS = 180_000;
 
+const BIN = fileURLToPath(new URL('../../bin/edgeq.js', import.meta.url));
+
+let control: string;
 let driver: DevControlDriver;
 let deployment: Deployment;
 
@@ -26,6 +33,7 @@ beforeAll(async () => {
   const ready = await dev.ready;
   const geo = new Geo(ready);
   for (const r of geo.regions) await waitFor(`${r}'s exchange`, 60_000, async () => ((await geo.mesh(r))?.exchange.active ? true : undefined), 250);
+  control = ready.control;
   driver = await DevControlDriver.connect(ready.control);
   deployment = await driver.deployment();
 }, 180_000);
@@ -63,4 +71,22 @@ describe('drills between regions with real processes', () => {
       expect((await driver.processes()).filter((p) => p.pid === null || p.held).map((p) => p.name)).toEqual([]);
     }, DRILL_MS);
   }
+
+  it('a drill interrupted by Ctrl-C heals its fault, exits 1 and saves a failing report', async () => {
+    const child = spawn(process.execPath, [BIN, 'drill', 'region-isolate', '--region', 'eu-west', '--duration-s', '60', '--rate', String(RATE), '--seed', '24', '--control', control, '--id', '20261201T000000-region-isolate-c7c7'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    // The fault is in place: every link of eu-west is cut.
+    await waitFor('the drill to isolate eu-west', 60_000, async () => ((await driver.links()).filter((l) => l.blackhole).length === 2 ? true : undefined), 100);
+    child.kill('SIGINT');
+    expect(await exited).toBe(1);
+    expect(stderr).toContain('SIGINT: healing every fault and stopping');
+    expect((await driver.links()).filter((l) => l.blackhole)).toEqual([]);
+    const dir = join(deployment.dataDir, 'drills');
+    expect(await readdir(dir)).toContain('20261201T000000-region-isolate-c7c7.json');
+    const report = JSON.parse(await readFile(join(dir, '20261201T000000-region-isolate-c7c7.json'), 'utf8')) as { verdict: string; reasons: string[] };
+    expect(report.verdict).toBe('fail');
+    expect(report.reasons).toContain('interrupted');
+  }, DRILL_MS);
 });
