@@ -18,6 +18,8 @@ export interface TimelineRecorderOptions {
   readonly apiKey?: string | null;
   readonly everyMs?: number;
   readonly now?: () => number;
+  /** The HTTP client (tests answer with a fake gateway). */
+  readonly fetch?: (url: string, init: RequestInit) => Promise<Response>;
 }
 
 export class TimelineRecorder {
@@ -112,7 +114,7 @@ export class TimelineRecorder {
 
   private async get(url: string): Promise<unknown | null> {
     try {
-      const res = await fetch(url, { headers: this.o.apiKey ? { authorization: `Bearer ${this.o.apiKey}` } : {}, signal: AbortSignal.timeout(POLL_CALL_MS) });
+      const res = await (this.o.fetch ?? fetch)(url, { headers: this.o.apiKey ? { authorization: `Bearer ${this.o.apiKey}` } : {}, signal: AbortSignal.timeout(POLL_CALL_MS) });
       if (!res.ok) {
         await res.body?.cancel();
         return null;
