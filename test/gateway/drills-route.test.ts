@@ -11,6 +11,7 @@ import type { DrillChild, DrillsDeps } from '../../src/gateway/drills-route.ts';
 import { DrillStore, newDrillId } from '../../drill/store/index.ts';
 import type { DrillReport } from '../../drill/report/index.ts';
 import { waitFor } from '../../src/testing/index.ts';
+import { gatewayRefusal } from '../../src/cli/test-support.ts';
 import { DEV_REGIONS_PORT_SPAN, freeRange, startDevRegions, stopAllDevs } from '../helpers/dev-process.ts';
 import { cleanupTempDirs, tempDir } from '../helpers/tmp.ts';
 
@@ -201,6 +202,17 @@ describe('/v1/drills in-process', () => {
     expect(spawner.starts).toEqual([]);
     // Without a region nothing needs the control API here (the drill itself checks it): it starts.
     expect((await post(a, { scenario: 'broker-kill' })).status).toBe(202);
+  });
+});
+
+describe('edgeq gateway --drills-dir / --drill-control', () => {
+  it('refuses bad settings before anything listens (exit 2, the flag named)', async () => {
+    expect(await gatewayRefusal(['--drill-control', 'ftp://127.0.0.1:8090', '--drills-dir', dir])).toMatch(/INVALID_CONFIG: --drill-control must be an http\(s\) URL/);
+    expect(await gatewayRefusal(['--drill-control', 'not a url', '--drills-dir', dir])).toMatch(/--drill-control must be an http\(s\) URL/);
+    expect(await gatewayRefusal(['--drill-control', 'http://127.0.0.1:8090'])).toMatch(/--drill-control needs --drills-dir/);
+    // A folder that cannot be created: under a regular file.
+    await writeFile(join(dir, 'file'), 'x');
+    expect(await gatewayRefusal(['--drills-dir', join(dir, 'file', 'drills')])).toMatch(/INVALID_CONFIG: --drills-dir .* cannot be written/);
   });
 });
 
