@@ -1,2 +1,3 @@
-/** Drill reports kept in the deployment's data folder (listed and fetched by the gateways' /v1/drills). */
-export { DrillStore, DRILL_FILE_BYTES_MAX, DRILL_ID, DRILL_REPORTS_MAX, type DrillSummary, type StoredDrill, type StoredProgress } from './store.ts';
+/** The drill report store: the reports and progress of drills in `<dataDir>/drills/`, read by the gateway's /v1/drills. */
+export { checkDrillId, newDrillId, DRILL_ID_PATTERN, DRILL_SCENARIO_PATTERN } from './id.ts';
+export { DrillStore, drillStoreOf, saveDrill, saveDrillProgress, DRILL_FILE_BYTES_MAX, DRILL_REPORTS_MAX, type DrillSummary, type StoredDrill, type StoredProgress } from './store.ts';

@@ -84,6 +84,8 @@ export const ERROR_SPECS = {
   QUOTA_EXCEEDED: { wire: 56, retriable: true, http: 429 },
   /** The load controller has cut the admission capacity below demand (the cell is loaded); details carry throttleMs. */
   TEMPORARY_REDUCED_CAPACITY: { wire: 57, retriable: true, http: 503 },
+  /** A drill was asked for while this gateway's last one still runs (one at a time: two drills' faults would blur each other's figures); retry once it ended. */
+  DRILL_RUNNING: { wire: 58, retriable: true, http: 409 },
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof ERROR_SPECS;

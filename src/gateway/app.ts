@@ -23,6 +23,7 @@ import { registerQuotaRoutes } from './quota-routes.ts';
 import { registerLimiterRoute } from './limiter-route.ts';
 import { registerCapacityRoute, type CapacitySource } from './capacity-route.ts';
 import { registerPlannerMetrics } from './planner-metrics.ts';
+import { registerDrillsRoutes, type DrillsDeps } from './drills-route.ts';
 import { registerLimiterMetrics, type AdmissionLimiter, type QuotaEnforcer } from '../../ratelimit/index.ts';
 import { checkBatches, checkRecords, recordBytes, parseJsonRecords, parseProtobufBatches, parseValueEncoding, toJsonRecord, type GatewayRecord } from './records.ts';
 
@@ -44,6 +45,8 @@ export interface GatewayDeps {
   limiter?: AdmissionLimiter | null;
   /** The forecast planner (issue 15): `GET /v1/capacity` and its gauges; absent: none (404 there). */
   capacity?: CapacitySource | null;
+  /** The drill reports and drill starts (issue 16): `/v1/drills`; absent: none (404 there). */
+  drills?: DrillsDeps | null;
 }
 
 /** The app plus what it holds open. */
@@ -492,6 +495,7 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
   registerQuotaRoutes(app, { quotas: deps.quotas, bodyBytesMax: limits.bodyBytesMax, requireJson });
   registerLimiterRoute(app, { limiter: deps.limiter });
   registerCapacityRoute(app, { capacity: deps.capacity });
+  registerDrillsRoutes(app, { drills: deps.drills, bodyBytesMax: limits.bodyBytesMax, requireJson });
 
   app.delete('/v1/groups/:group/members/:id', async (c) => {
     const group = c.req.param('group');

@@ -18,6 +18,11 @@ import type { OpenApiContract } from './openapi-contract.ts';
 import { startGatewayPlanner, type GatewayPlannerHandle } from '../../src/cli/gateway-planner.ts';
 import type { IngressStep } from '../../forecast/planner/index.ts';
 import { waitFor } from '../../src/testing/index.ts';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DrillStore } from '../../drill/store/index.ts';
+import type { DrillChild, DrillsDeps } from '../../src/gateway/drills-route.ts';
 
 /** Small bounds, so every 413 and 429 of the document can be reached with a few requests. */
 export const LIMITS: Partial<GatewayLimits> = {
@@ -301,6 +306,30 @@ export class RigPlanner {
   }
 }
 
+/**
+ * The keyed gateway's drills (the open one has none: /v1/drills answers 404): a store in a temp
+ * folder and a spawner that starts nothing, so POST /v1/drills is checked without a deployment.
+ */
+export class RigDrills {
+  readonly dir = mkdtempSync(join(tmpdir(), 'edgeq-conformance-drills-'));
+  readonly store = new DrillStore(join(this.dir, 'drills'));
+  /** argv of every drill started. */
+  readonly started: (readonly string[])[] = [];
+  readonly deps: DrillsDeps = {
+    store: this.store,
+    control: 'http://127.0.0.1:1',
+    regions: async () => ['us-east', 'eu-west'],
+    spawn: (argv): DrillChild => {
+      this.started.push(argv);
+      return { exited: new Promise(() => {}) };
+    },
+  };
+
+  close(): void {
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
 /** The cell and the two gateways. */
 export class ConformanceRig {
   private constructor(
@@ -311,6 +340,7 @@ export class ConformanceRig {
     private readonly stub: StubMesh,
     readonly limiter: RigLimiter,
     readonly planner: RigPlanner,
+    readonly drills: RigDrills,
   ) {}
 
   static async start(contract: OpenApiContract): Promise<ConformanceRig> {
@@ -323,8 +353,9 @@ export class ConformanceRig {
     const limiter = new RigLimiter();
     const planner = new RigPlanner(limiter.limiter);
     await planner.planned();
-    const keyed = await serveGateway('keyed', createGatewayApp({ client, limits: LIMITS, auth: Authenticator.fromJson(keysDoc()), mesh: stub, limiter: limiter.limiter, quotas: quotas(), capacity: planner.handle.source }), contract);
-    return new ConformanceRig(cell, client, open, keyed, stub, limiter, planner);
+    const drills = new RigDrills();
+    const keyed = await serveGateway('keyed', createGatewayApp({ client, limits: LIMITS, auth: Authenticator.fromJson(keysDoc()), mesh: stub, limiter: limiter.limiter, quotas: quotas(), capacity: planner.handle.source, drills: drills.deps }), contract);
+    return new ConformanceRig(cell, client, open, keyed, stub, limiter, planner, drills);
   }
 
   /** Every broker's /metrics URL. */
@@ -337,6 +368,7 @@ export class ConformanceRig {
     await this.planner.handle.close();
     this.limiter.limiter.close();
     await this.stub.close();
+    this.drills.close();
     await this.client.close();
     await this.cell.close();
   }

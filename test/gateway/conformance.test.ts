@@ -121,13 +121,46 @@ async function happyPaths(gw: ServedGateway, topic: string, key?: string): Promi
     expect(geo.status).toBe(504);
     expect((await gw.call('DELETE', `/v1/topics/${everywhere}`, { key })).status).toBe(204);
     await failoverPaths(gw, key);
+    await drillPaths(gw, key);
   } else {
     expect((await gw.call('GET', '/v1/limiter')).status).toBe(404);
     expect((await gw.call('GET', '/v1/capacity')).status).toBe(404);
     expect((await gw.call('GET', '/v1/mesh')).status).toBe(404);
     // Without a mesh no other region is known.
     expect((await gw.call('POST', '/v1/groups/o-moved/failover', { json: { from: 'eu-west' } })).status).toBe(404);
+    // Without --drills-dir.
+    expect((await gw.call('GET', '/v1/drills')).status).toBe(404);
+    expect((await gw.call('GET', '/v1/drills/20260304T050607-broker-kill-0000')).status).toBe(404);
+    expect((await gw.call('POST', '/v1/drills', { json: { scenario: 'broker-kill' } })).status).toBe(404);
   }
+}
+
+/** Drills over the rig's store and its spawner that starts nothing: a stored report, a start, and every refusal. */
+async function drillPaths(gw: ServedGateway, key: string): Promise<void> {
+  const id = '20260304T050607-broker-kill-0000';
+  await rig.drills.store.save(id, {
+    scenario: 'broker-kill', region: 'us-east', seed: 7, startedAt: '2026-03-04T05:06:07.000Z', faultAt: '2026-03-04T05:06:09.000Z', healAt: '2026-03-04T05:06:19.000Z',
+    detectMs: 120, recoverMs: 340, convergeMs: 900, unavailableMs: { 'us-east': 340 }, acked: 1000, lost: 0, duplicates: 0, reordered: 0,
+    indeterminate: { total: 1, found: 1 }, divergentOffsets: 0, timeline: [{ t: '2026-03-04T05:06:09.000Z', event: 'fault.kill', detail: 'us-east/broker-2' }], verdict: 'pass', reasons: [],
+  });
+  expect((await gw.call('GET', '/v1/drills', { key })).json<{ drills: { id: string }[] }>().drills.map((d) => d.id)).toEqual([id]);
+  expect((await gw.call('GET', `/v1/drills/${id}`, { key })).status).toBe(200);
+  expect((await gw.call('GET', '/v1/drills/..%2Fsecrets', { key })).status).toBe(400);
+  expect((await gw.call('GET', '/v1/drills/20260304T050607-broker-kill-ffff', { key })).status).toBe(404);
+  for (const json of [{}, { scenario: 'meteor' }, { scenario: 'broker-kill', region: 'mars' }, { scenario: 'broker-kill', durationS: 0 }, { scenario: 'broker-kill', extra: 1 }]) {
+    expect((await gw.call('POST', '/v1/drills', { key, json })).status, JSON.stringify(json)).toBe(400);
+  }
+  expect((await gw.call('POST', '/v1/drills', { key, body: 'x'.repeat(LIMITS.bodyBytesMax! + 1), type: 'application/json' })).status).toBe(413);
+  expect((await gw.call('POST', '/v1/drills', { key, body: 'scenario=broker-kill', type: 'text/plain' })).status).toBe(415);
+  expect(rig.drills.started).toEqual([]);
+  const started = await gw.call('POST', '/v1/drills', { key, json: { scenario: 'leader-kill', region: 'eu-west', durationS: 10, rate: 20, seed: 3 } });
+  expect(started.status).toBe(202);
+  const running = started.json<{ id: string }>().id;
+  expect(started.headers.get('location')).toBe(`/v1/drills/${running}`);
+  expect((await gw.call('GET', `/v1/drills/${running}`, { key })).json()).toMatchObject({ state: 'running', progress: { phase: 'connect' } });
+  // The rig's child never exits: the next start is refused.
+  expect((await gw.call('POST', '/v1/drills', { key, json: { scenario: 'broker-kill' } })).status).toBe(409);
+  expect(rig.drills.started).toHaveLength(1);
 }
 
 /** Quotas: create, replace, list, read, enforce (429 with its headers), delete, and every refusal. */
@@ -356,6 +389,9 @@ describe('the HTTP API against docs/openapi.yaml', () => {
       ['GET', '/v1/quotas/shop/*', {}],
       ['PUT', '/v1/quotas/shop/*', { json: { recordsPerSec: 1, bytesPerSec: 1 } }],
       ['DELETE', '/v1/quotas/shop/*', {}],
+      ['GET', '/v1/drills', {}],
+      ['GET', '/v1/drills/20260304T050607-broker-kill-0000', {}],
+      ['POST', '/v1/drills', { json: { scenario: 'broker-kill' } }],
     ];
     for (const [method, path, o] of v1) {
       for (const key of [undefined, 'not-a-key']) {
@@ -385,6 +421,9 @@ describe('the HTTP API against docs/openapi.yaml', () => {
       ['GET', '/v1/quotas/shop/*', KEYS.writer, {}],
       ['PUT', '/v1/quotas/shop/*', KEYS.writer, { json: { recordsPerSec: 1_000_000, bytesPerSec: 1_000_000 } }],
       ['DELETE', '/v1/quotas/shop/*', KEYS.writer, {}],
+      ['GET', '/v1/drills', KEYS.reader, {}],
+      ['GET', '/v1/drills/20260304T050607-broker-kill-0000', KEYS.reader, {}],
+      ['POST', '/v1/drills', KEYS.reader, { json: { scenario: 'broker-kill' } }],
     ];
     for (const [method, path, key, o] of forbidden) expect((await gw.call(method, path, { ...o, key })).status, `${method} ${path}`).toBe(403);
     // Listing filters by grant instead of refusing.

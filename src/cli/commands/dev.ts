@@ -64,7 +64,7 @@ async function wire(emulator: LinkEmulator, t: Topology): Promise<Map<string, Ad
 const hostPort = (a: { host: string; port: number }) => `${a.host}:${a.port}`;
 
 /** The child processes of one region, in start order; `keysFile` (absolute) turns the gateways' auth on. */
-function regionChildren(r: RegionPlan, t: Topology, map: AddressMap, meshKey: string, keysFile: string | null) {
+function regionChildren(r: RegionPlan, t: Topology, map: AddressMap, meshKey: string, keysFile: string | null, controlUrl: string) {
   const level = process.env.EDGEQ_LOG_LEVEL ?? 'warn';
   const brokers = r.brokerPorts.map(loopback).join(',');
   const arbiter = { name: `${r.name}/arbiter`, region: r.name, role: 'arbiter' as const, args: ['arbiter', '--port', String(r.arbiterPort), '--data-dir', join(r.dataDir, 'arbiter')] };
@@ -103,6 +103,9 @@ function regionChildren(r: RegionPlan, t: Topology, map: AddressMap, meshKey: st
       '--member', `${r.name}-gw`,
       '--mesh-port', String(r.meshPort),
       ...(seeds.length > 0 ? ['--mesh-seeds', seeds.join(',')] : []),
+      // Every region's gateway serves the same drill reports (one machine, one data folder) and starts drills through this control API.
+      '--drills-dir', resolve(t.dataDir, 'drills'),
+      '--drill-control', controlUrl,
     ],
     // Everything else of the supervisor's environment (EDGEQ_LIMITER*, EDGEQ_TENANT_WEIGHTS, …)
     // reaches every child as it is: Supervisor.start spawns with process.env under spec.env.
@@ -191,7 +194,7 @@ export function registerDevCommand(program: Command): void {
         });
         await Promise.all(
           t.regions.map(async (r) => {
-            const c = regionChildren(r, t, maps.get(r.name)!, meshKey, keysFile);
+            const c = regionChildren(r, t, maps.get(r.name)!, meshKey, keysFile, `http://127.0.0.1:${t.controlPort}`);
             for (const s of [c.arbiter, ...c.brokers, c.gateway]) specs.set(s.name, { region: s.region, role: s.role });
             await sup.start(c.arbiter);
             await Promise.all(c.brokers.map((b) => sup.start(b)));

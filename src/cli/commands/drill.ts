@@ -10,12 +10,11 @@
  * fault, restarts what was killed, and ends with a failing report ("interrupted").
  */
 import { CommanderError, type Command } from 'commander';
-import { randomBytes } from 'node:crypto';
 import { EdgeqError } from '../../core/errors.ts';
 import { DevControlDriver } from '../../../drill/faults/index.ts';
 import { runChecked, type DrillProgress } from '../../../drill/runner/index.ts';
 import { checkDrillRequest, planDrill, DRILL_DURATION_S_DEFAULT, DRILL_RATE_DEFAULT } from '../../../drill/scenarios/index.ts';
-import { DrillStore, DRILL_ID } from '../../../drill/store/index.ts';
+import { checkDrillId, newDrillId, saveDrill, saveDrillProgress } from '../../../drill/store/index.ts';
 import type { DrillReport } from '../../../drill/report/index.ts';
 import { CONTROL_PORT_DEFAULT } from '../dev/control-api.ts';
 
@@ -105,14 +104,19 @@ export function registerDrillCommand(program: Command): void {
         seed: numberFlag('--seed', flags.seed, true),
       };
       checkDrillRequest(request);
-      if (flags.id !== undefined && !DRILL_ID.test(flags.id)) throw new EdgeqError('INVALID_ARGUMENT', `--id must match ${DRILL_ID}, got "${flags.id}"`, { details: { flag: '--id' } });
+      if (flags.id !== undefined) {
+        try {
+          checkDrillId(flags.id);
+        } catch (err) {
+          throw new EdgeqError('INVALID_ARGUMENT', `--id: ${(err as Error).message}`, { cause: err, details: { flag: '--id' } });
+        }
+      }
       const control = (flags.control ?? `http://127.0.0.1:${process.env.EDGEQ_CONTROL_PORT ?? CONTROL_PORT_DEFAULT}`).replace(/\/+$/, '');
       const driver = await DevControlDriver.connect(control);
       const deployment = await driver.deployment();
       const plan = planDrill(request, deployment);
-      const store = new DrillStore(`${deployment.dataDir}/drills`);
       const started = Date.now();
-      const id = flags.id ?? DrillStore.newId(plan.scenario, started, randomBytes(2).toString('hex'));
+      const id = flags.id ?? newDrillId(plan.scenario, started);
       process.stderr.write(`edgeq drill: ${plan.scenario} in ${plan.region}, ${plan.durationMs / 1000} s at ${plan.rate} records/s per region, seed ${plan.seed}, report ${id}\n`);
 
       const abort = new AbortController();
@@ -144,12 +148,12 @@ export function registerDrillCommand(program: Command): void {
             // The progress file is what GET /v1/drills/{id} shows while the drill runs: once a second at most.
             if (Date.now() - lastSavedAt >= 1_000 || p.phase === 'done') {
               lastSavedAt = Date.now();
-              saving = saving.then(() => store.saveProgress(id, { ...p, scenario: plan.scenario, region: plan.region, startedAt: new Date(started).toISOString() }).catch(() => undefined));
+              saving = saving.then(() => saveDrillProgress(deployment.dataDir, id, p).catch(() => undefined));
             }
           },
         });
         await saving;
-        await store.save(id, report);
+        await saveDrill(deployment.dataDir, id, report);
         process.stdout.write(flags.json ? `${JSON.stringify(report)}\n` : formatReport(report, id));
         if (report.verdict !== 'pass') throw new CommanderError(1, 'edgeq.drill.failed', `the drill failed: ${report.reasons.join('; ')}`);
       } finally {

@@ -24,6 +24,11 @@ import { limiterSettings, type LimiterFlags } from '../limiter-flags.ts';
 import { PLANNER_OPTIONS, plannerSettings, type PlannerFlags } from '../planner-flags.ts';
 import { checkPlannerSettings, startGatewayPlanner, type GatewayPlannerHandle } from '../gateway-planner.ts';
 import type { CapacitySource } from '../../gateway/capacity-route.ts';
+import { checkFromControl, regionsFromControl, spawnDrillChild, type DrillsDeps } from '../../gateway/drills-route.ts';
+import { DrillStore } from '../../../drill/store/index.ts';
+import { access, mkdir } from 'node:fs/promises';
+import { constants as fsConstants } from 'node:fs';
+import { resolve as resolvePath } from 'node:path';
 import { systemClock } from '../../core/index.ts';
 import { APPEND_DELIVERY_MS, IngressHistory, IngressRecorder, ingressHistorySettings, registerIngressHistoryMetrics, topicAppender, topicSource } from '../../gateway/ingress-history/index.ts';
 
@@ -49,6 +54,8 @@ interface GatewayFlags extends LimiterFlags, PlannerFlags {
   brokersAdvertise?: string;
   ingressStepMs?: string;
   ingressRetentionMs?: string;
+  drillsDir?: string;
+  drillControl?: string;
 }
 
 /** A flag that must be a non-negative integer when given; undefined when absent. */
@@ -90,6 +97,8 @@ export function registerGatewayCommand(program: Command): void {
     .option('--limiter-target-p99-ms <n>', 'produce p99 the limiter keeps under (EDGEQ_LIMITER_TARGET_P99_MS, default 50)')
     .option('--ingress-step-ms <n>', 'step of the region\'s ingress history, 100..3600000 (EDGEQ_INGRESS_STEP_MS, default 60000)')
     .option('--ingress-retention-ms <n>', 'how long the ingress history is kept, at least 10 steps (EDGEQ_INGRESS_RETENTION_MS, default 2419200000: 28 days)')
+    .option('--drills-dir <dir>', 'folder of the drill reports served at /v1/drills (EDGEQ_DRILLS_DIR); absent: no /v1/drills')
+    .option('--drill-control <url>', 'the deployment\'s control API that drills started by POST /v1/drills run against (EDGEQ_DRILL_CONTROL); needs --drills-dir')
     .option('--tenant-weights <list>', 'tenant=weight,… for fair shares when demand exceeds capacity, e.g. a=2,b=1 (EDGEQ_TENANT_WEIGHTS; default weight 1)');
   for (const [flag, help] of PLANNER_OPTIONS) command.option(flag, help);
   command.action(async (flags: GatewayFlags, cmd: Command) => {
@@ -123,6 +132,7 @@ export function registerGatewayCommand(program: Command): void {
       const ingressConfig = ingressHistorySettings(flags);
       const plannerConfig = plannerSettings(flags);
       if (plannerConfig) checkPlannerSettings(plannerConfig, ingressConfig.stepMs);
+      const drills = await drillSettings(flags);
       const auth = flags.keys ? await Authenticator.fromFile(flags.keys) : null;
       // The cell's own client id: the broker does not limit it (the gateway limits per tenant itself).
       const client = createClient({ brokers, clientId: GATEWAY_CLIENT_ID, logger });
@@ -179,7 +189,7 @@ export function registerGatewayCommand(program: Command): void {
           })
         : null;
       const capacity: CapacitySource | null = plannerHandle?.source ?? null;
-      const app = createGatewayApp({ client, auth, limits, mesh, region, limiter, quotas, capacity });
+      const app = createGatewayApp({ client, auth, limits, mesh, region, limiter, quotas, capacity, drills });
       const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
         // Produces the limiter would refuse are answered before the framework (src/gateway/shed.ts).
         const createShedServer = ((options: ServerOptions, listener: RequestListener) => createServer(options, shedding(listener, { limiter, auth }))) as unknown as typeof createServer;
@@ -257,6 +267,36 @@ export function registerGatewayCommand(program: Command): void {
         process.once('SIGINT', () => stop('SIGINT'));
       });
     });
+}
+
+/**
+ * The drill routes' settings (issue 16), checked before anything listens: the folder is created
+ * and must be writable (a drill's report would otherwise be lost at its end), the control API
+ * must be an http(s) URL, and it needs the folder (a started drill's report goes there).
+ */
+async function drillSettings(flags: GatewayFlags): Promise<DrillsDeps | null> {
+  const rawDir = flags.drillsDir ?? process.env.EDGEQ_DRILLS_DIR;
+  const rawControl = flags.drillControl ?? process.env.EDGEQ_DRILL_CONTROL;
+  const dir = rawDir === undefined || rawDir === '' ? null : resolvePath(rawDir);
+  const control = rawControl === undefined || rawControl === '' ? null : rawControl.replace(/\/+$/, '');
+  if (control !== null) {
+    let url: URL | null = null;
+    try {
+      url = new URL(control);
+    } catch {
+      // refused below
+    }
+    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) throw new EdgeqError('INVALID_CONFIG', `--drill-control must be an http(s) URL, got ${JSON.stringify(rawControl)}`, { details: { key: 'drillControl' } });
+    if (dir === null) throw new EdgeqError('INVALID_CONFIG', '--drill-control needs --drills-dir (where the drills it starts keep their reports)', { details: { key: 'drillsDir' } });
+  }
+  if (dir === null) return null;
+  try {
+    await mkdir(dir, { recursive: true });
+    await access(dir, fsConstants.W_OK);
+  } catch (err) {
+    throw new EdgeqError('INVALID_CONFIG', `--drills-dir ${dir} cannot be written: ${(err as Error).message}`, { cause: err, details: { key: 'drillsDir' } });
+  }
+  return { store: new DrillStore(dir), control, spawn: spawnDrillChild, regions: control === null ? async () => [] : regionsFromControl(control), ...(control === null ? {} : { check: checkFromControl(control) }) };
 }
 
 /** The mesh settings of the flags and environment, or null when the gateway runs without a mesh. */
