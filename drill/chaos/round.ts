@@ -83,7 +83,8 @@ export interface CampaignSummary {
   readonly duplicates: number;
   readonly duplicatesOfIndeterminate: number;
   readonly acked: number;
-  readonly failedRounds: { readonly roundSeed: number; readonly faults: string; readonly finding: string }[];
+  /** With the checker's examples per finding (up to CHECK_EXAMPLES_MAX each), to start the diagnosis from. */
+  readonly failedRounds: { readonly roundSeed: number; readonly faults: string; readonly finding: string; readonly examples: Readonly<Record<string, readonly string[]>> }[];
   /** Rounds each fault kind appeared in. */
   readonly faultCounts: Record<string, number>;
   readonly roundSeconds: { readonly min: number; readonly median: number; readonly max: number };
@@ -108,7 +109,7 @@ export function summarize(seed: number, policy: FlushPolicy, rounds: readonly Ro
     duplicates: sum((r) => r.run.check.duplicates),
     duplicatesOfIndeterminate: sum((r) => r.run.check.duplicatesOfIndeterminate),
     acked: sum((r) => r.run.check.acked),
-    failedRounds: rounds.filter((r) => r.verdict.verdict === 'fail').map((r) => ({ roundSeed: r.roundSeed, faults: r.faults, finding: r.verdict.findings.join('; ') })),
+    failedRounds: rounds.filter((r) => r.verdict.verdict === 'fail').map((r) => ({ roundSeed: r.roundSeed, faults: r.faults, finding: r.verdict.findings.join('; '), examples: r.run.check.examples })),
     faultCounts,
     roundSeconds: secs.length === 0 ? { min: 0, median: 0, max: 0 } : { min: round1(secs[0]!), median: round1(secs[Math.floor(secs.length / 2)]!), max: round1(secs[secs.length - 1]!) },
     minutes: round1(elapsedMs / 60_000),
