@@ -73,7 +73,7 @@ describe('drills between regions with real processes', () => {
   }
 
   it('a drill interrupted by Ctrl-C heals its fault, exits 1 and saves a failing report', async () => {
-    const child = spawn(process.execPath, [BIN, 'drill', 'region-isolate', '--region', 'eu-west', '--duration-s', '60', '--rate', String(RATE), '--seed', '24', '--control', control, '--id', '20261201T000000-region-isolate-c7c7'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, 'drill', 'region-isolate', '--region', 'eu-west', '--duration-s', '20', '--rate', String(RATE), '--seed', '24', '--control', control, '--id', '20261201T000000-region-isolate-c7c7'], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';
     child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));

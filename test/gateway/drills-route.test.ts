@@ -255,10 +255,10 @@ describe('/v1/drills on a real 1-region edgeq dev', () => {
     expect(((await refused.json()) as { detail: string }).detail).toMatch(/that cell has 1 broker/);
     expect(await readdir(join(dataDir, 'drills'))).toEqual(before);
     // gateway-kill kills this very gateway: the drill runs on as its own process and saves its report.
-    const res = await post({ scenario: 'gateway-kill', durationS: 5, rate: 20, seed: 1 });
+    const res = await post({ scenario: 'gateway-kill', durationS: 4, rate: 20, seed: 1 });
     expect(res.status).toBe(202);
     const { id } = (await res.json()) as { id: string };
-    // 5 s of workload, the gateway's restart, converge and check on 2 loaded cores: 120 s.
+    // 4 s of workload, the gateway's restart, converge and check on 2 loaded cores: 120 s.
     const done = await waitFor('the drill to end', 120_000, async () => {
       const d = (await fetch(`${gateway}/v1/drills/${id}`).then((r) => r.json(), () => null)) as { state: string; report?: DrillReport } | null;
       return d?.state === 'done' ? d : undefined;
