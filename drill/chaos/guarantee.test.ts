@@ -36,7 +36,7 @@ describe('roundVerdict', () => {
     const bad: CheckResult = { ...lossy, divergentOffsets: 1, reordered: 2, unexpected: 1, duplicates: 1 };
     const v = roundVerdict(bad, { policy: 'os', cellsLostPower: ['a'], problems: ['not converged within 60000 ms'] });
     expect(v.verdict).toBe('fail');
-    expect(v.findings).toEqual(['1 unexpected records', '2 reordered per origin', '1 divergent offsets', '1 duplicates of records acknowledged once', 'not converged within 60000 ms']);
+    expect(v.findings).toEqual(['1 unexpected records', '1 duplicates of acknowledged records', '2 records out of order per origin', '1 offsets that differ between replicas', 'not converged within 60000 ms']);
     expect(roundVerdict({ ...clean, verdict: 'fail' }, { policy: 'sync', cellsLostPower: [] }).findings).toEqual(['the check failed']);
   });
 });

@@ -17,6 +17,7 @@
  * lost where. With `sync` (what the campaign runs by default) the distinction never arises.
  */
 import type { CheckResult } from '../types.ts';
+import { checkFindings } from '../report/index.ts';
 import type { PowerLossEvent } from './faults.ts';
 
 export const FLUSH_POLICIES = ['sync', 'interval', 'os'] as const;
@@ -56,17 +57,7 @@ export function roundVerdict(check: CheckResult, o: { policy: FlushPolicy; cells
   const excusable = o.policy !== 'sync' && o.cellsLostPower.length > 0;
   const lostExcused = excusable ? check.lost : 0;
   const lost = check.lost - lostExcused;
-  const findings: string[] = [];
-  const count = (n: number, what: string) => n > 0 && findings.push(`${n} ${what}`);
-  count(lost, 'acknowledged records lost');
-  count(check.unexpected, 'unexpected records');
-  count(check.reordered, 'reordered per origin');
-  count(check.divergentOffsets, 'divergent offsets');
-  count(check.failedFound, 'failed records found');
-  count(check.offsetsBackwards, 'polls went backwards');
-  count(check.emptyBelowHighWatermark, 'empty reads below the high watermark');
-  // The checker counts duplicates of indeterminate or retried requests apart (allowed): these are the others.
-  count(check.duplicates, 'duplicates of records acknowledged once');
+  const findings = checkFindings(check, lost);
   for (const p of o.problems ?? []) findings.push(p);
   // A check that could not run is a failing CheckResult with nothing counted: keep it failing.
   if (findings.length === 0 && check.verdict === 'fail' && !(excusable && check.lost > 0)) findings.push('the check failed');

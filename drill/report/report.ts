@@ -51,21 +51,31 @@ export interface DrillOutcome {
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-/** The report; the verdict is fail when the checker failed or the drill met a problem. */
-export function buildReport(o: DrillOutcome): DrillReport {
-  const c = o.check;
-  const reasons: string[] = [];
+/**
+ * One line per finding of a check, in one wording for drills and campaign rounds; `lost` is the
+ * count to report (a campaign round passes the losses its flush policy does not excuse).
+ */
+export function checkFindings(c: CheckResult, lost = c.lost): string[] {
+  const out: string[] = [];
   const finding = (n: number, what: string) => {
-    if (n > 0) reasons.push(`${n} ${what}`);
+    if (n > 0) out.push(`${n} ${what}`);
   };
-  finding(c.lost, 'acknowledged records lost');
+  finding(lost, 'acknowledged records lost');
   finding(c.unexpected, 'unexpected records');
   finding(c.failedFound, 'records that failed but were written');
+  // The checker counts duplicates of indeterminate or retried requests apart (allowed): these are the others.
   finding(c.duplicates, 'duplicates of acknowledged records');
   finding(c.reordered, 'records out of order per origin');
   finding(c.offsetsBackwards, 'polls whose offsets went backwards');
   finding(c.emptyBelowHighWatermark, 'empty reads below the high watermark');
   finding(c.divergentOffsets, 'offsets that differ between replicas');
+  return out;
+}
+
+/** The report; the verdict is fail when the checker failed or the drill met a problem. */
+export function buildReport(o: DrillOutcome): DrillReport {
+  const c = o.check;
+  const reasons = checkFindings(c);
   if (c.verdict === 'fail' && reasons.length === 0) reasons.push('the checker failed the run');
   reasons.push(...o.problems);
   return {
