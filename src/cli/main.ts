@@ -4,43 +4,55 @@
  */
 import { Command, CommanderError } from 'commander';
 import { EdgeqError } from '../core/errors.ts';
-import { registerBrokerCommand } from './commands/broker.ts';
-import { registerDevCommand } from './commands/dev.ts';
-import { registerArbiterCommand } from './commands/arbiter.ts';
-import { registerLogCommands } from './commands/log.ts';
-import { registerTopicsCommands } from './commands/topics.ts';
-import { registerProduceCommand } from './commands/produce.ts';
-import { registerConsumeCommand } from './commands/consume.ts';
-import { registerGatewayCommand } from './commands/gateway.ts';
-import { registerForecastCommands } from './commands/forecast.ts';
-import { registerQuotasCommands } from './commands/quotas.ts';
-import { registerDrillCommand } from './commands/drill.ts';
 
-/** Builds the program with every subcommand. */
-export function buildProgram(): Command {
+/** A subcommand's registration, loaded only when it is needed. */
+type Registrar = (program: Command) => void;
+
+/**
+ * Every top-level command and the module that registers it. A process loads only the command it
+ * runs: a broker has no use for TensorFlow.js (0.6 s to import) or the drill runner, and the
+ * local deployment starts a dozen such processes at once on two cores.
+ */
+const COMMANDS: Readonly<Record<string, () => Promise<Registrar>>> = {
+  log: async () => (await import('./commands/log.ts')).registerLogCommands,
+  topics: async () => (await import('./commands/topics.ts')).registerTopicsCommands,
+  produce: async () => (await import('./commands/produce.ts')).registerProduceCommand,
+  consume: async () => (await import('./commands/consume.ts')).registerConsumeCommand,
+  broker: async () => (await import('./commands/broker.ts')).registerBrokerCommand,
+  dev: async () => (await import('./commands/dev.ts')).registerDevCommand,
+  arbiter: async () => (await import('./commands/arbiter.ts')).registerArbiterCommand,
+  gateway: async () => (await import('./commands/gateway.ts')).registerGatewayCommand,
+  forecast: async () => (await import('./commands/forecast.ts')).registerForecastCommands,
+  quotas: async () => (await import('./commands/quotas.ts')).registerQuotasCommands,
+  drill: async () => (await import('./commands/drill.ts')).registerDrillCommand,
+};
+
+/**
+ * Builds the program with the subcommand `argv` names, or with every subcommand when it names
+ * none it knows (help, a version query, a typo: commander then lists them all).
+ */
+export async function buildProgram(argv: readonly string[] = []): Promise<Command> {
   const program = new Command('edgeq')
     .description('edgeq: a multi-region, edge-replicated message queue')
     .version('0.1.0')
     .showHelpAfterError()
     .exitOverride();
-  registerLogCommands(program);
-  registerTopicsCommands(program);
-  registerProduceCommand(program);
-  registerConsumeCommand(program);
-  registerBrokerCommand(program);
-  registerDevCommand(program);
-  registerArbiterCommand(program);
-  registerGatewayCommand(program);
-  registerForecastCommands(program);
-  registerQuotasCommands(program);
-  registerDrillCommand(program);
+  const first = argv[0];
+  const names = first !== undefined && Object.hasOwn(COMMANDS, first) ? [first] : Object.keys(COMMANDS);
+  const registrars = await Promise.all(names.map((n) => COMMANDS[n]!()));
+  for (const register of registrars) register(program);
   return program;
 }
 
 /** Runs the CLI with `argv` (without the node and script entries). */
 export async function runCli(argv: string[]): Promise<number> {
+  // The client's retry timers do not hold the process open (a server's must not delay its exit),
+  // so a command waiting out a retry against an unreachable broker would find the event loop
+  // empty and Node would exit with 13 and no word. The command itself keeps the process alive
+  // until it has an answer, typed error included.
+  const alive = setInterval(() => undefined, 1 << 30);
   try {
-    await buildProgram().parseAsync(argv, { from: 'user' });
+    await (await buildProgram(argv)).parseAsync(argv, { from: 'user' });
     return 0;
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode;
@@ -50,6 +62,8 @@ export async function runCli(argv: string[]): Promise<number> {
     }
     process.stderr.write(`edgeq: ${(err as Error).stack ?? String(err)}\n`);
     return 1;
+  } finally {
+    clearInterval(alive);
   }
 }
 
