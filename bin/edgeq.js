@@ -1,8 +1,11 @@
 #!/usr/bin/env -S node --no-memory-reducer --no-incremental-marking
-// The `edgeq` command. The sources are TypeScript run through tsx's loader, so there is no build
-// step between a change and a run; the process that runs is this one (no wrapper processes).
+// The `edgeq` command. It runs the build in dist/ (scripts/build.mjs: `npm run build`, which
+// `npm start` and `npm test` run first) when no source that went into it is newer than it, and
+// otherwise the TypeScript sources through tsx's loader, so an edit is never run stale and needs
+// no build step to be tried. EDGEQ_FROM_SOURCE=1 always runs the sources. The process that runs
+// is this one either way (no wrapper processes).
+import { buildIsCurrent } from './build-current.js';
 import { setFlagsFromString } from 'node:v8';
-import { register } from 'tsx/esm/api';
 
 // V8's allocation-site pretenuring learns from one traffic pattern and keeps what it learned: after
 // a stretch of small batches it allocated the short-lived buffers of large batches straight into
@@ -16,5 +19,13 @@ setFlagsFromString('--no-allocation-site-pretenuring');
 // to every service it starts; run a service by hand as
 // `node --no-memory-reducer --no-incremental-marking bin/edgeq.js broker …`
 // (src/cli/supervisor.ts, serviceNodeFlags, says why).
-register();
-await import('../src/cli/main.ts');
+
+const root = new URL('../', import.meta.url);
+
+if (buildIsCurrent(root)) {
+  await import(new URL('dist/edgeq.mjs', root).href);
+} else {
+  const { register } = await import('tsx/esm/api');
+  register();
+  await import('../src/cli/main.ts');
+}

@@ -7,4 +7,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/ensure.sh
 ensure_node_modules
+# The bundle every edgeq process runs (bin/edgeq.js falls back to the sources if it is stale).
+node scripts/build.mjs
 exec node bin/edgeq.js dev "$@"

@@ -4,6 +4,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/ensure.sh
 ensure_node_modules
+# The bundle every edgeq process runs (bin/edgeq.js falls back to the sources if it is stale).
+node scripts/build.mjs
 # Real etcd for the arbiter's contract and quorum tests (Debian's package starts no service).
 ensure_apt_package etcd etcd-server etcd-client
 # promtool, which the HTTP conformance test runs over every process's /metrics: Debian ships it

@@ -5,10 +5,9 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
-import { EdgeqError, type Logger } from '../core/index.ts';
+import { EdgeqError, edgeqBinPath, type Logger } from '../core/index.ts';
 
-const BIN = fileURLToPath(new URL('../../bin/edgeq.js', import.meta.url));
+const BIN = edgeqBinPath();
 
 /** One supervised process. */
 export interface ChildSpec {

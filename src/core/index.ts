@@ -6,3 +6,4 @@ export * from './logger.ts';
 export * from './random.ts';
 export * from './abortable.ts';
 export * from './crc32c.ts';
+export * from './bin-path.ts';

@@ -11,9 +11,8 @@
  */
 import { spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import type { Context, Hono } from 'hono';
-import { EdgeqError } from '../core/index.ts';
+import { EdgeqError, edgeqBinPath } from '../core/index.ts';
 import { DevControlDriver } from '../../drill/faults/index.ts';
 import { SCENARIOS, type ScenarioName } from '../../drill/runner/types.ts';
 import { checkDrillRequest, planDrill } from '../../drill/scenarios/index.ts';
@@ -31,7 +30,7 @@ export const DRILL_SEED_MAX = 0xffff_ffff;
 /** Retry-After of a 409 while a drill runs: drills last seconds to minutes, so ask again in 5 s. */
 const DRILL_RUNNING_RETRY_AFTER_MS = 5_000;
 
-const BIN = fileURLToPath(new URL('../../bin/edgeq.js', import.meta.url));
+const BIN = edgeqBinPath();
 
 /** A started drill process: `exited` resolves with its exit code (null when killed by a signal). */
 export interface DrillChild {
