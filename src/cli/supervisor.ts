@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { EdgeqError, edgeqBinPath, type Logger } from '../core/index.ts';
+import { LogFile } from './log-file.ts';
 
 const BIN = edgeqBinPath();
 
@@ -16,6 +17,8 @@ export interface ChildSpec {
   env?: Record<string, string>;
   /** How long it may take to print its listening line. */
   startTimeoutMs?: number;
+  /** Where its stdout (its log) is appended; without one the lines are read for the listening line and dropped. */
+  logFile?: string;
 }
 
 /** Bounds of the supervisor. */
@@ -59,6 +62,7 @@ export class Supervisor {
       env: { ...process.env, ...spec.env },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
+    const log = spec.logFile ? new LogFile(spec.logFile) : null;
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
     const info = await new Promise<Record<string, unknown>>((resolve, reject) => {
       const timeoutMs = spec.startTimeoutMs ?? 30_000;
@@ -67,7 +71,10 @@ export class Supervisor {
         reject(new EdgeqError('TIMEOUT', `${spec.name} did not start within ${timeoutMs} ms`));
       }, timeoutMs);
       const lines = createInterface({ input: child.stdout! });
+      // Closed when the child's stdout ends (after its exit, lines may still be in the pipe).
+      lines.once('close', () => log?.close());
       lines.on('line', (line) => {
+        log?.write(line);
         if (!line.startsWith('{')) return;
         try {
           const ev = JSON.parse(line) as Record<string, unknown>;

@@ -1,7 +1,7 @@
 // Proves the local deployment (`edgeq dev`, what `npm start` runs) with real processes: it starts a gateway,
 // an arbiter and three brokers and says where they are; a broker killed with SIGKILL is restarted
 // by the supervisor and rejoins; SIGTERM stops every process (no orphans); starting again on the
-// same data folder brings the topic and its records back.
+// same data folder brings the topic and its records back. Every process logs to its own file.
 import { readFile } from 'node:fs/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/index.ts';
@@ -30,6 +30,10 @@ describe('edgeq dev', () => {
       expect(argv.slice(1, script), `${p.name}'s node flags`).toEqual(expect.arrayContaining(['--no-memory-reducer', '--no-incremental-marking']));
     }
     expect((await fetch(`${ready.gateway}/healthz`)).status).toBe(200);
+    // Each process's stdout (its log, its listening line) goes to its own file in the region's data folder.
+    for (const name of ['arbiter', 'broker-1', 'gateway']) {
+      expect(await readFile(`${dataDir}/us-east/logs/${name}.log`, 'utf8'), name).toContain('"event":"listening"');
+    }
     // Every broker serves its Prometheus metrics.
     for (const url of ready.metrics) expect(await (await fetch(url)).text()).toContain('edgeq_produce_records_total');
     const client = createClient({ brokers: ready.brokers.split(','), metadataMaxAgeMs: 500 });

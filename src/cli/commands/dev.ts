@@ -67,7 +67,8 @@ const hostPort = (a: { host: string; port: number }) => `${a.host}:${a.port}`;
 function regionChildren(r: RegionPlan, t: Topology, map: AddressMap, meshKey: string, keysFile: string | null, controlUrl: string) {
   const level = process.env.EDGEQ_LOG_LEVEL ?? 'warn';
   const brokers = r.brokerPorts.map(loopback).join(',');
-  const arbiter = { name: `${r.name}/arbiter`, region: r.name, role: 'arbiter' as const, args: ['arbiter', '--port', String(r.arbiterPort), '--data-dir', join(r.dataDir, 'arbiter')] };
+  const logFile = (name: string) => join(r.dataDir, 'logs', `${name}.log`);
+  const arbiter = { name: `${r.name}/arbiter`, region: r.name, role: 'arbiter' as const, args: ['arbiter', '--port', String(r.arbiterPort), '--data-dir', join(r.dataDir, 'arbiter')], logFile: logFile('arbiter') };
   const brokerSpecs = r.brokerPorts.map((port, i) => ({
     name: `${r.name}/broker-${i + 1}`,
     region: r.name,
@@ -85,6 +86,7 @@ function regionChildren(r: RegionPlan, t: Topology, map: AddressMap, meshKey: st
       '--admin-port', String(r.adminPorts[i]),
     ],
     env: { EDGEQ_CELL__SIZE: String(t.brokersPerRegion), EDGEQ_LOG_LEVEL: level },
+    logFile: logFile(`broker-${i + 1}`),
   }));
   const seeds = t.regions.filter((o) => o !== r).map((o) => loopback(o.meshPort));
   // The local deployment runs without API keys unless given a keys file (`--keys`, e.g. for a
@@ -110,6 +112,7 @@ function regionChildren(r: RegionPlan, t: Topology, map: AddressMap, meshKey: st
     // Everything else of the supervisor's environment (EDGEQ_LIMITER*, EDGEQ_TENANT_WEIGHTS, …)
     // reaches every child as it is: Supervisor.start spawns with process.env under spec.env.
     env: { EDGEQ_LOG_LEVEL: level, EDGEQ_MESH_KEY: meshKey, EDGEQ_MESH_ADDRESS_MAP: JSON.stringify(map) },
+    logFile: logFile('gateway'),
   };
   return { arbiter, brokers: brokerSpecs, gateway };
 }
@@ -224,6 +227,7 @@ export function registerDevCommand(program: Command): void {
         [
           `edgeq dev: ${t.regions.length} region(s), ${t.brokersPerRegion} broker(s) each, ${keysFile === null ? 'auth off (local deployment)' : `auth on (keys ${keysFile})`}; data in ${t.dataDir}`,
           ...regions.map((r) => `  ${r.region}: gateway ${r.gateway}  brokers ${r.brokers}  arbiter ${r.arbiter}  mesh ${r.mesh}`),
+          `  logs: ${t.regions.map((r) => join(r.dataDir, 'logs')).join(', ')} (one file per process; EDGEQ_LOG_LEVEL=info|debug for more than warnings)`,
           `  control API ${controlUrl} (GET /v1/dev/links, PUT /v1/dev/links/{from}/{to}, GET /v1/dev/processes, POST /v1/dev/processes/{name}/hold|release, GET /v1/dev/deployment); links between regions: ${t.wanLatencyMs} ms one way`,
           '  Ctrl-C stops everything',
           '',
