@@ -103,6 +103,12 @@ export class Replicator {
   private wakeUp: (() => void) | null = null;
   /** Fetch sessions started (their ids are unique per replicator). */
   private sessions = 0;
+  /**
+   * A random tag in every session id: the key alone is the same in every region that applies this
+   * origin partition. The origin's broker scopes sessions by connection anyway (two clients that
+   * shared a session each got every other record); the tag keeps ids apart in its logs too.
+   */
+  private readonly sessionTag: string;
   private aborter = new AbortController();
   private loop: Promise<void> | null = null;
   private stopped = false;
@@ -114,6 +120,7 @@ export class Replicator {
     private readonly deps: ReplicatorDeps,
   ) {
     this.lastProgressMs = deps.clock.monotonicMs();
+    this.sessionTag = Math.floor((deps.random ?? Math.random)() * 2 ** 32).toString(36);
   }
 
   get key(): string {
@@ -247,7 +254,7 @@ export class Replicator {
         }
         if (!sess) {
           if (source !== scan.source) scan = { source, from: source === this.origin ? fetchedTo + 1 : -1 };
-          sess = { source, id: `${this.key}#${this.deps.clock.nowMs()}-${++this.sessions}` };
+          sess = { source, id: `${this.key}#${this.sessionTag}-${this.deps.clock.nowMs()}-${++this.sessions}` };
           push(this.fetch(source, scan.from, fetchedTo, sess.id, signal));
         } else {
           push(this.fetch(source, SCAN_CONTINUE, -1, sess.id, signal));

@@ -60,6 +60,8 @@ export async function handleFetch(
     region?: string;
     /** Origin-fetch sessions of this broker (fetch_offset -2). */
     sessions?: FetchSessions;
+    /** The connection the fetch came on: its sessions are its own (RequestContext.connectionId). */
+    connectionId?: number;
   },
 ): Promise<FetchResponse> {
   const slots: Slot[] = [];
@@ -99,7 +101,7 @@ export async function handleFetch(
       s.refused = wireError(new EdgeqError('INVALID_REQUEST', 'this broker keeps no fetch sessions'));
       continue;
     }
-    turns.push([s, deps.sessions.enter(s.session)]);
+    turns.push([s, deps.sessions.enter(deps.connectionId ?? 0, s.session)]);
   }
   if (turns.length === 0) return serveFetch(req, slots, deps);
   try {

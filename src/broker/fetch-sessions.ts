@@ -6,7 +6,12 @@
  * request to cross the link (half an RTT more lag at 50 ms RTT, measured: p50 58 ms against 26 ms).
  *
  * A session is a chain: each fetch in it waits for the one before to finish, then starts from the
- * scan position and origin offset that one ended at. The registry is bounded (the oldest session
+ * scan position and origin offset that one ended at. A session belongs to the connection that
+ * opened it: its id is the client's choice, and two clients choosing the same one (two regions'
+ * replicators of one origin partition name their sessions alike) must never continue each other's
+ * chain — each would then receive only the records the other's fetches did not, and apply the rest
+ * as if the ones it never saw had never been written (seen in the fault campaign: every other
+ * record of an origin missing in each of two regions). The registry is bounded (the oldest session
  * goes first); a fetch continuing a session that is gone or broken is refused (INVALID_REQUEST),
  * and the replicator starts a new one with an explicit offset.
  */
@@ -49,10 +54,11 @@ export class FetchSessions {
   }
 
   /**
-   * Takes the next turn in session `id`. Called in the order fetches arrive (synchronously, before
-   * the handler awaits anything), so turns follow the connection's order.
+   * Takes the next turn in session `id` of connection `connectionId`. Called in the order fetches
+   * arrive (synchronously, before the handler awaits anything), so turns follow the connection's order.
    */
-  enter(id: string): SessionTurn {
+  enter(connectionId: number, sessionId: string): SessionTurn {
+    const id = `${connectionId}/${sessionId}`;
     const prev = this.sessions.get(id);
     let finish!: (end: SessionPosition | undefined) => void;
     const tail = new Promise<SessionPosition | undefined>((resolve) => (finish = resolve));

@@ -132,7 +132,7 @@ export function createHandlers(d: HandlerDeps): Handlers {
     },
 
     Fetch: async (req, ctx) => {
-      const res = await handleFetch(req, { topics: d.topics, limits: d.fetchLimits, clock: d.clock, onClose: ctx.onClose, metrics: d.metrics, region: d.self.region, sessions: fetchSessions });
+      const res = await handleFetch(req, { topics: d.topics, limits: d.fetchLimits, clock: d.clock, onClose: ctx.onClose, metrics: d.metrics, region: d.self.region, sessions: fetchSessions, connectionId: ctx.connectionId });
       // The connection's remaining throttle: a consumer sharing it with a throttled producer holds off too.
       const throttleMs = ctx.throttleRemainingMs?.() ?? 0;
       return throttleMs > 0 ? { ...res, throttleMs } : res;

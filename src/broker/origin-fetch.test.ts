@@ -298,6 +298,38 @@ describe('origin-fetch sessions (two long polls in flight on one connection)', (
     expect(Number((await third).scannedTo)).toBe(2);
   });
 
+  it('a session belongs to its connection: two replicators naming theirs alike each get every record', async () => {
+    // The fault campaign's round 197380189: the replicators of two regions fetching one origin
+    // partition named their sessions alike; continuing each other's chain, each region received
+    // every other record and applied the rest past the holes.
+    const { b, c } = await start();
+    await createTopic(c, 'geo');
+    const [x, y] = [await RawClient.connect(b.port), await RawClient.connect(b.port)];
+    clients.push(x, y);
+    const seen = { x: [] as string[], y: [] as string[] };
+    const session = 'eu-west/geo/0#1796183269000-1';
+    for (const [conn, into] of [[x, seen.x], [y, seen.y]] as const) {
+      const r = await fetch(conn, 'geo', { fetchOffset: 0, maxBytes: 1 << 20, origin: REGION, afterOriginOffset: -1, session });
+      for (const g of await batchesOf(r.records)) into.push(...g.values);
+    }
+    for (let i = 0; i < 6; i++) {
+      await produce(c, 'geo', await own(`r${i}`));
+      // Turn about, as two replicators' polls interleave at the origin.
+      for (const [conn, into] of (i % 2 === 0 ? [[x, seen.x], [y, seen.y]] : [[y, seen.y], [x, seen.x]]) as [RawClient, string[]][]) {
+        const r = await fetch(conn, 'geo', { fetchOffset: -2, maxBytes: 1 << 20, origin: REGION, afterOriginOffset: -1, session });
+        expect(errorOf(r.error)).toBeNull();
+        for (const g of await batchesOf(r.records)) into.push(...g.values);
+      }
+    }
+    const all = ['r0', 'r1', 'r2', 'r3', 'r4', 'r5'];
+    expect(seen.x).toEqual(all);
+    expect(seen.y).toEqual(all);
+    // Nor can a connection continue a session another one opened.
+    const z = await RawClient.connect(b.port);
+    clients.push(z);
+    expect(errorOf((await fetch(z, 'geo', { fetchOffset: -2, maxBytes: 1 << 20, origin: REGION, afterOriginOffset: -1, session })).error)?.code).toBe('INVALID_REQUEST');
+  });
+
   it('refuses to continue a session that is unknown, or is for another partition or origin', async () => {
     const { c } = await start();
     await createTopic(c, 'geo');

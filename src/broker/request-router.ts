@@ -24,6 +24,11 @@ export interface RequestContext {
   clientId: string;
   host: string;
   /**
+   * This connection's number, unique in the broker process: state a client keeps across its
+   * requests (fetch sessions) is scoped by it, so two clients that pick the same name never share it.
+   */
+  readonly connectionId: number;
+  /**
    * Calls `listener` once when the connection closes (at once if it has), so long polls stop
    * waiting; returns the function that removes it. Not a promise: a `.then` on a promise that
    * settles only at close stays attached after the poll is over, and a replica connection serves

@@ -63,6 +63,9 @@ export interface ConnectionStats {
 }
 
 /** Serves one socket until it closes. */
+
+/** Numbers connections in this process (RequestContext.connectionId). */
+let nextConnectionId = 1;
 export class ServerConnection {
   private readonly decoder: FrameDecoder;
   private readonly slots: Slot[] = [];
@@ -99,6 +102,7 @@ export class ServerConnection {
     this.decoder = new FrameDecoder({ frameBytesMax: limits.frameBytesMax });
     this.closed = new Promise<void>((r) => (this.closedResolve = r));
     this.ctx = {
+      connectionId: nextConnectionId++,
       clientId: '',
       host: `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? 0}`,
       onClose: (listener) => {
