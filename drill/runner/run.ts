@@ -293,6 +293,12 @@ export async function runChecked(o: CheckedRunOptions): Promise<CheckedRunResult
     timeline,
     problems,
   });
+  const cleanup = o.deleteTopics ?? 'on-pass';
+  if (topics.length > 0 && (cleanup === 'always' || (cleanup === 'on-pass' && report.verdict === 'pass'))) {
+    // After the report: what a deletion could not do is said in the progress, not held against the run.
+    const failed = await workload.deleteTopics();
+    if (failed.length > 0) progress(`could not delete ${failed.join('; ')}`);
+  }
   phase = 'done';
   o.onProgress?.({ phase, elapsedMs: Date.now() - started, acked: stats.acked, detail: report.verdict });
   return { report, check };

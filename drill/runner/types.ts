@@ -105,6 +105,11 @@ export interface CheckedRunOptions {
   readonly signal?: AbortSignal;
   /** Builds the workload (default: a CheckedWorkload); tests plant a lying workload through it. */
   readonly makeWorkload?: (o: CheckedWorkloadOptions) => CheckedWorkload;
+  /**
+   * Whether the run deletes its two topics at the end: `on-pass` (default: a failing run's topics
+   * stay, to be read again for a diagnosis), `always`, or `never` (`edgeq drill --keep-topics`).
+   */
+  readonly deleteTopics?: 'on-pass' | 'always' | 'never';
 }
 
 /** What a checked run returns: the report, and the checker's full result (examples included). */

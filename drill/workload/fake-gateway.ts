@@ -28,6 +28,8 @@ export class FakeGateway {
   emptyReadWaitMs = 20;
   /** Reads return at most this many records (to test paging). */
   readPageMax = 10_000;
+  /** Set: a topic DELETE answers this status instead of deleting. */
+  deleteAnswer: number | null = null;
   readonly app = new Hono();
 
   constructor(readonly region = 'r1') {
@@ -47,6 +49,11 @@ export class FakeGateway {
       const t = this.topics.get(c.req.param('name'));
       if (!t) return problem(404, 'UNKNOWN_TOPIC_OR_PARTITION');
       return c.json({ name: c.req.param('name'), partitions: t.logs.map((_, partition) => ({ partition })) });
+    });
+    this.app.delete('/v1/topics/:name', (c) => {
+      if (this.deleteAnswer !== null) return problem(this.deleteAnswer, 'UNAVAILABLE');
+      if (!this.topics.delete(c.req.param('name'))) return problem(404, 'UNKNOWN_TOPIC_OR_PARTITION');
+      return c.body(null, 204);
     });
     this.app.post('/v1/topics/:name/records', async (c) => {
       const t = this.topics.get(c.req.param('name'));

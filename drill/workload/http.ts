@@ -31,7 +31,7 @@ export interface GatewayHttpOptions {
 
 /** One JSON request: method, body (sent as JSON when present), timeout and an optional stop signal. */
 export interface JsonRequest {
-  readonly method: 'GET' | 'POST';
+  readonly method: 'GET' | 'POST' | 'DELETE';
   readonly body?: unknown;
   readonly timeoutMs: number;
   readonly signal?: AbortSignal;

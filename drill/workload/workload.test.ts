@@ -251,6 +251,31 @@ describe('CheckedWorkload topics and options', () => {
     await expect(clash.ensureTopics()).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', details: { field: 'globalTopic' } });
   });
 
+  it('deletes the global topic through one region and the local one in each; gone already is fine, a refusal is reported', async () => {
+    const g1 = new FakeGateway('r1');
+    const g2 = new FakeGateway('r2');
+    const deletes: string[] = [];
+    const fetch = async (url: string, init: RequestInit) => {
+      const gw = url.startsWith('http://r1.test') ? g1 : g2;
+      if (init.method === 'DELETE') deletes.push(`${gw.region}:${url.split('/').pop()}`);
+      return gw.app.request(url, init);
+    };
+    const w = new CheckedWorkload({ regions: [{ region: 'r1', gateway: 'http://r1.test' }, { region: 'r2', gateway: 'http://r2.test' }], globalTopic: 'g', localTopic: 'l', partitions: 2, rate: 1, seed: 1, fetch });
+    for (const gw of [g1, g2]) {
+      gw.topics.set('g', { scope: 'global', logs: [[], []] });
+      gw.topics.set('l', { scope: 'local', logs: [[], []] });
+    }
+    await w.ensureTopics();
+    // r2's global topic is the mesh's to delete; here it is gone already, as after the mesh did.
+    g2.topics.delete('g');
+    expect(await w.deleteTopics()).toEqual([]);
+    expect(deletes.sort()).toEqual(['r1:g', 'r1:l', 'r2:l']);
+    expect([...g1.topics.keys(), ...g2.topics.keys()]).toEqual([]);
+    // Gone already (404) counts as deleted; a refusal is reported, not thrown.
+    g2.deleteAnswer = 503;
+    expect(await w.deleteTopics()).toEqual(['l in r2: HTTP 503 UNAVAILABLE']);
+  });
+
   it('refuses bad options with INVALID_ARGUMENT naming the field', () => {
     const gw = new FakeGateway();
     const cases: [Partial<CheckedWorkloadOptions>, string][] = [

@@ -213,6 +213,27 @@ export class CheckedWorkload {
     throw new EdgeqError('TIMEOUT', `topic "${t.name}" not visible in ${r.region} after ${TOPIC_VISIBLE_MS_MAX} ms (last: ${last})`, { details: { region: r.region, topic: t.name } });
   }
 
+  /**
+   * Deletes the checked topics: the global one through the first region's gateway (the mesh
+   * deletes it everywhere, and every region's exchange stops replicating it), the local one in
+   * each region. A run that leaves its topics behind leaves the deployment busier than it found
+   * it: each global topic is one replicator per partition and other region for good. Returns
+   * what could not be deleted (already gone counts as deleted); never throws.
+   */
+  async deleteTopics(): Promise<string[]> {
+    const [first] = this.regions;
+    const [global, local] = this.checked as [CheckedTopic, CheckedTopic];
+    const failed: string[] = [];
+    const del = async (r: WorkloadRegion, t: CheckedTopic) => {
+      const ans = await requestJson(`${r.gateway}/v1/topics/${encodeURIComponent(t.name)}`, { method: 'DELETE', timeoutMs: ADMIN_TIMEOUT_MS }, this.http);
+      if (ans.kind === 'response' && (ans.status === 204 || ans.status === 200 || ans.status === 404)) return;
+      failed.push(`${t.name} in ${r.region}: ${ans.kind === 'response' ? `HTTP ${ans.status} ${problemCode(ans.body) ?? ''}`.trim() : ans.kind}`);
+    };
+    await del(first!, global);
+    await Promise.all(this.regions.map((r) => del(r, local)));
+    return failed;
+  }
+
   /** Starts the producers and the readers. */
   start(): void {
     if (this.state !== 'new') throw new EdgeqError('INVALID_ARGUMENT', `the workload was started already (${this.state})`);

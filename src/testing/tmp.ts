@@ -12,7 +12,15 @@ export async function tempDir(prefix = 'edgeq-'): Promise<string> {
   return dir;
 }
 
-/** Removes every folder made by `tempDir` in this process. */
+/**
+ * Removes every folder made by `tempDir` in this process; with EDGEQ_TEST_KEEP_DIRS=1 keeps them
+ * (data and the deployments' logs, for a diagnosis) and says where they are.
+ */
 export async function cleanupTempDirs(): Promise<void> {
-  await Promise.all(made.splice(0).map((d) => rm(d, { recursive: true, force: true })));
+  const dirs = made.splice(0);
+  if (process.env.EDGEQ_TEST_KEEP_DIRS === '1') {
+    if (dirs.length > 0) process.stderr.write(`kept for diagnosis (EDGEQ_TEST_KEEP_DIRS=1): ${dirs.join(' ')}\n`);
+    return;
+  }
+  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
 }

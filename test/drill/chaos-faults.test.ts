@@ -33,10 +33,11 @@ afterAll(async () => {
   await cleanupTempDirs();
 });
 
+/** One run of a fault; its topics are kept (the tests look at their replicas afterwards). */
 async function run(name: ChaosFaultName, seed: number): Promise<{ result: CheckedRunResult; ledger: RoundLedger }> {
   const ledger = new RoundLedger();
   const region = deployment.regions[0]!.region;
-  const result = await runChecked({ driver, deployment, scenario: `chaos-${name}`, region, seed, rate: 20, durationMs: RUN_MS, faults: [{ fault: chaosFaultSpecs(ledger)[name], region, atMs: 1_500, holdMs: 2_000 }], convergeTimeoutMs: 30_000 });
+  const result = await runChecked({ driver, deployment, scenario: `chaos-${name}`, region, seed, rate: 20, durationMs: RUN_MS, faults: [{ fault: chaosFaultSpecs(ledger)[name], region, atMs: 1_500, holdMs: 2_000 }], convergeTimeoutMs: 30_000, deleteTopics: 'never' });
   return { result, ledger };
 }
 

@@ -2,7 +2,7 @@
 // 10 s at 10 records/s per topic; the cell drops a dead follower from the ISR after 2 s instead of 10): broker-kill, leader-kill, arbiter-loss and gateway-kill each pass
 // with 0 lost, records acknowledged before and after the fault, the times a drill reports, and the
 // deployment whole again after it (every process running, none held); leader-kill's detection is
-// a leader election. gateway-kill runs through `edgeq drill --json`. The checker fails a drill whose workload counts a record that was never
+// a leader election; a passing drill deletes its topics, a failing one keeps them. gateway-kill runs through `edgeq drill --json`. The checker fails a drill whose workload counts a record that was never
 // written as acknowledged (a planted loss), and `edgeq drill --json` prints exactly the report's
 // schema and saves it where GET /v1/drills reads it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -47,6 +47,12 @@ afterAll(async () => {
   await cleanupTempDirs();
 });
 
+/** The drill topics the region's cell holds. */
+async function drillTopics(): Promise<string[]> {
+  const res = await fetch(`${ready.gateway}/v1/topics`);
+  return ((await res.json()) as { topics: string[] }).topics.filter((t) => t.startsWith('drill-')).sort();
+}
+
 async function drill(scenario: string, seed: number, makeWorkload?: (o: ConstructorParameters<typeof CheckedWorkload>[0]) => CheckedWorkload): Promise<CheckedRunResult> {
   const plan = planDrill({ scenario, region: 'us-east', durationS: DURATION_S, rate: RATE, seed }, deployment);
   const result = await runChecked({ driver, deployment, scenario: plan.scenario, region: plan.region, seed, rate: plan.rate, durationMs: plan.durationMs, faults: plan.faults, ...(makeWorkload ? { makeWorkload } : {}) });
@@ -67,6 +73,7 @@ describe('cell drills with real processes', () => {
     ['arbiter-loss', 13, true],
   ] as const) {
     it(`${scenario} passes with nothing lost and leaves the deployment whole`, async () => {
+      const topicsBefore = await drillTopics();
       const { report } = await drill(scenario, seed);
       expect(report, report.reasons.join('; ')).toMatchObject({ scenario, region: 'us-east', seed, verdict: 'pass', lost: 0, reordered: 0, divergentOffsets: 0 });
       expect(report.acked).toBeGreaterThan(RATE);
@@ -80,6 +87,8 @@ describe('cell drills with real processes', () => {
       expect(report.timeline.some((e) => e.event === 'fault' && e.detail.includes(scenario))).toBe(true);
       expect(report.timeline.some((e) => e.event === 'heal')).toBe(true);
       await whole();
+      // A passing drill deletes its two topics: none of its own is left behind.
+      expect(await drillTopics()).toEqual(topicsBefore);
     }, DRILL_MS);
   }
 
@@ -94,8 +103,11 @@ describe('cell drills with real processes', () => {
         return [...real, { ...acked, id: `${acked.region}/l/p9/999999`, seq: 999_999, producer: 'p9' }];
       }
     }
+    const topicsBefore = await drillTopics();
     const { report, check } = await drill('leader-kill', 15, (o) => new LyingWorkload(o));
     expect(report.verdict).toBe('fail');
+    // A failing drill keeps its topics, to be read again for a diagnosis.
+    expect((await drillTopics()).filter((t) => !topicsBefore.includes(t))).toHaveLength(2);
     expect(report.lost).toBeGreaterThanOrEqual(1);
     expect(check.examples['lost']!.join(' ')).toContain('p9/999999');
     expect(report.reasons.join(' ')).toMatch(/acknowledged records lost/);

@@ -120,9 +120,10 @@ export function startDevRegions(dataDir: string, base: number, o: { regions?: st
   );
 }
 
+/** Starts `edgeq dev`; its processes log at EDGEQ_TEST_LOG_LEVEL (default warn) to <dataDir>/<region>/logs/. */
 function spawnDev(args: string[], env: Record<string, string>) {
   const child = spawn(process.execPath, [BIN, 'dev', ...args], {
-    env: { ...process.env, EDGEQ_LOG_LEVEL: 'warn', ...env },
+    env: { ...process.env, EDGEQ_LOG_LEVEL: process.env.EDGEQ_TEST_LOG_LEVEL ?? 'warn', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
     // Its own process group, which stopAllDevs kills whole at the end.
     detached: true,

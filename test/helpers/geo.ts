@@ -136,7 +136,10 @@ export class Geo {
       if (done) return all;
       await sleep(250);
     }
-    throw new Error(`${topic}-${partition} did not converge on ${expected} records in ${ms} ms (${last})`);
+    // What each region's exchange says of the partition: enough to start a diagnosis from (the
+    // processes' logs are in <dataDir>/<region>/logs/).
+    const views = await Promise.all(this.regions.map(async (r) => `${r}: ${JSON.stringify((await this.mesh(r))?.replication.filter((x) => x.topic === topic && x.partition === partition) ?? null)}`));
+    throw new Error(`${topic}-${partition} did not converge on ${expected} records in ${ms} ms (${last}); replication: ${views.join('; ')}`);
   }
 }
 

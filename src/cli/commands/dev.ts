@@ -63,6 +63,14 @@ async function wire(emulator: LinkEmulator, t: Topology): Promise<Map<string, Ad
 
 const hostPort = (a: { host: string; port: number }) => `${a.host}:${a.port}`;
 
+/**
+ * Bound on a broker printing its listening line: it first recovers its logs (after a crash, or a
+ * power loss in the campaign, it checks the unsynced tail of every partition and rebuilds the
+ * producer and origin states by scanning), which grows with its partitions; the supervisor's
+ * default 30 s was overrun by a broker of a cell that lost power after 20 campaign rounds' topics.
+ */
+const BROKER_START_MS_MAX = 120_000;
+
 /** The child processes of one region, in start order; `keysFile` (absolute) turns the gateways' auth on. */
 function regionChildren(r: RegionPlan, t: Topology, map: AddressMap, meshKey: string, keysFile: string | null, controlUrl: string) {
   const level = process.env.EDGEQ_LOG_LEVEL ?? 'warn';
@@ -87,6 +95,7 @@ function regionChildren(r: RegionPlan, t: Topology, map: AddressMap, meshKey: st
     ],
     env: { EDGEQ_CELL__SIZE: String(t.brokersPerRegion), EDGEQ_LOG_LEVEL: level },
     logFile: logFile(`broker-${i + 1}`),
+    startTimeoutMs: BROKER_START_MS_MAX,
   }));
   const seeds = t.regions.filter((o) => o !== r).map((o) => loopback(o.meshPort));
   // The local deployment runs without API keys unless given a keys file (`--keys`, e.g. for a

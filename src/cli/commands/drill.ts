@@ -27,6 +27,7 @@ interface DrillFlags {
   control?: string;
   apiKey?: string;
   id?: string;
+  keepTopics?: boolean;
 }
 
 function numberFlag(flag: string, raw: string | undefined, integer: boolean): number | undefined {
@@ -95,6 +96,7 @@ export function registerDrillCommand(program: Command): void {
     .option('--control <url>', `the deployment's control API (default http://127.0.0.1:$EDGEQ_CONTROL_PORT, else ${CONTROL_PORT_DEFAULT})`)
     .option('--api-key <key>', 'API key for the gateways when auth is on (EDGEQ_API_KEY)')
     .option('--id <id>', 'the id the report is saved under (default: time, scenario and 4 hex)')
+    .option('--keep-topics', "keep the drill's two topics (by default they are deleted after a passing drill; a failing drill's stay for a diagnosis)")
     .action(async (scenario: string, flags: DrillFlags) => {
       const request = {
         scenario,
@@ -142,6 +144,7 @@ export function registerDrillCommand(program: Command): void {
           durationMs: plan.durationMs,
           faults: plan.faults,
           apiKey: flags.apiKey ?? process.env.EDGEQ_API_KEY ?? null,
+          deleteTopics: flags.keepTopics ? 'never' : 'on-pass',
           signal: abort.signal,
           onProgress: (p) => {
             show(p);
