@@ -1,6 +1,8 @@
 /**
  * The randomized fault campaign (issue 16): `npm run chaos -- --rounds N --seed S [--round-seed X]
- * [--flush-policy sync|interval|os] [--out path]`.
+ * [--flush-policy sync|interval|os] [--out path] [--keep]`. `--keep` leaves the deployment's data
+ * folder (the brokers' logs, each process's log file under <region>/logs/, at the level
+ * EDGEQ_TEST_LOG_LEVEL names, default warn) for diagnosis.
  *
  * Starts ONE 3-region deployment (`edgeq dev`, 3 brokers per region, free ports, data in a temp
  * folder, brokers on the power-loss storage and with the flush policy as their default, so the
@@ -22,7 +24,7 @@ const MESH_READY_MS = 120_000;
 const MESH_POLL_MS = 500;
 
 function args(argv: string[]) {
-  const o: { rounds: number; seed: number; roundSeed: number | null; out: string; policy: FlushPolicy } = { rounds: 5, seed: Date.now() % 0xffff_ffff, roundSeed: null, out: 'bench/results/chaos.json', policy: 'sync' };
+  const o: { rounds: number; seed: number; roundSeed: number | null; out: string; policy: FlushPolicy; keep: boolean } = { rounds: 5, seed: Date.now() % 0xffff_ffff, roundSeed: null, out: 'bench/results/chaos.json', policy: 'sync', keep: false };
   const num = (flag: string, v: string | undefined, max: number) => {
     const n = Number(v);
     if (!Number.isSafeInteger(n) || n < 0 || n > max) throw new Error(`${flag} must be an integer in [0, ${max}], got ${v}`);
@@ -35,6 +37,7 @@ function args(argv: string[]) {
     else if (a === '--seed') (o.seed = num(a, v, 0xffff_ffff)), i++;
     else if (a === '--round-seed') (o.roundSeed = num(a, v, 0xffff_ffff)), i++;
     else if (a === '--out') (o.out = v ?? o.out), i++;
+    else if (a === '--keep') o.keep = true;
     else if (a === '--flush-policy') {
       if (!FLUSH_POLICIES.includes(v as FlushPolicy)) throw new Error(`--flush-policy must be one of ${FLUSH_POLICIES.join(', ')}, got ${v}`);
       o.policy = v as FlushPolicy;
@@ -95,7 +98,8 @@ async function main(): Promise<number> {
     await writeFile(o.out, `${JSON.stringify(summary, null, 2)}\n`);
     console.log(`chaos: ${summary.rounds} rounds, ${summary.failedRounds.length} failed, lost ${summary.lost}, divergent ${summary.divergentOffsets}, reordered ${summary.reordered}, duplicates ${summary.duplicates}; ${summary.minutes} min; ${o.out}`);
     await stopAllDevs();
-    await rm(dir, { recursive: true, force: true });
+    if (o.keep) console.log(`chaos: kept the deployment's data and logs in ${dir}`);
+    else await rm(dir, { recursive: true, force: true });
   }
   const s = rounds.filter((r) => r.verdict.verdict === 'fail').length;
   return s === 0 && !abort.signal.aborted ? 0 : 1;
