@@ -65,11 +65,14 @@ async function main(): Promise<number> {
   console.log(`chaos: seed ${o.seed}, ${seeds.length} round(s), flush policy ${o.policy}; round seeds ${seeds.join(' ')}`);
   const dir = await mkdtemp(join(tmpdir(), 'edgeq-chaos-'));
   const abort = new AbortController();
+  // SIGINT (Ctrl-C) and SIGTERM alike: heal the round under way, then stop the deployment (left
+  // to the default, SIGTERM would end this process and leave the deployment running).
   const onSigint = () => {
     console.log('chaos: interrupted: healing, then stopping the deployment');
     abort.abort();
   };
   process.on('SIGINT', onSigint);
+  process.on('SIGTERM', onSigint);
   const started = Date.now();
   const rounds: RoundResult[] = [];
   try {
@@ -93,6 +96,7 @@ async function main(): Promise<number> {
     }
   } finally {
     process.off('SIGINT', onSigint);
+    process.off('SIGTERM', onSigint);
     const summary = summarize(o.seed, o.policy, rounds, Date.now() - started);
     await mkdir(dirname(o.out), { recursive: true });
     await writeFile(o.out, `${JSON.stringify(summary, null, 2)}\n`);

@@ -44,6 +44,8 @@ interface Running {
 export class Supervisor {
   private readonly children = new Map<string, Running>();
   private stopping = false;
+  /** Children spawned and not yet ready (no listening line yet): `stop` kills these too. */
+  private readonly starting = new Set<ChildProcess>();
   /** Children held down (`hold`): not restarted when they exit, until `release`. */
   private readonly held = new Set<string>();
   private readonly restartsPerMinuteMax: number;
@@ -58,12 +60,15 @@ export class Supervisor {
 
   /** Starts a child and resolves with its listening line once it printed it. */
   async start(spec: ChildSpec, restarts: number[] = []): Promise<Record<string, unknown>> {
+    // Once stopping, nothing new is started: a child spawned now would outlive the supervisor.
+    if (this.stopping) throw new EdgeqError('BROKER_NOT_AVAILABLE', `not starting ${spec.name}: the supervisor is stopping`, { details: { process: spec.name } });
     const child = spawn(process.execPath, [...serviceNodeFlags, ...childNodeArgs(), BIN, ...spec.args], {
       env: { ...process.env, ...spec.env },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     const log = spec.logFile ? new LogFile(spec.logFile) : null;
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    this.starting.add(child);
     const info = await new Promise<Record<string, unknown>>((resolve, reject) => {
       const timeoutMs = spec.startTimeoutMs ?? 30_000;
       const timer = setTimeout(() => {
@@ -88,9 +93,11 @@ export class Supervisor {
       });
       void exited.then(() => {
         clearTimeout(timer);
+        this.starting.delete(child);
         reject(new EdgeqError('BROKER_NOT_AVAILABLE', `${spec.name} exited before it was ready (exit code ${child.exitCode ?? child.signalCode})`));
       });
     });
+    this.starting.delete(child);
     const running: Running = { spec, child, exited, info, restarts };
     this.children.set(spec.name, running);
     void exited.then(() => this.onExit(running));
@@ -156,9 +163,21 @@ export class Supervisor {
     }
   }
 
-  /** Stops the named children in order (SIGTERM, then SIGKILL after the grace). */
+  /**
+   * Stops the named children in order (SIGTERM, then SIGKILL after the grace), then the others,
+   * including any still starting (a stop during start-up: Ctrl-C while the deployment comes up).
+   */
   async stop(order: string[]): Promise<void> {
     this.stopping = true;
+    await Promise.all(
+      [...this.starting].map(async (child) => {
+        const exited = new Promise<void>((r) => (child.exitCode !== null || child.signalCode !== null ? r() : child.once('exit', () => r())));
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), this.stopTimeoutMs);
+        await exited;
+        clearTimeout(timer);
+      }),
+    );
     const rest = [...this.children.keys()].filter((n) => !order.includes(n));
     for (const group of [...order.map((n) => [n]), rest]) {
       await Promise.all(

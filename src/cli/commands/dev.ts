@@ -179,16 +179,30 @@ export function registerDevCommand(program: Command): void {
       const sup = new Supervisor({ logger, ...(restartDelayMs !== undefined ? { restartDelayMs } : {}) });
       const specs = new Map<string, { region: string; role: DevProcess['role'] }>();
       let control: Awaited<ReturnType<typeof startControlApi>> | null = null;
-      const stopAll = async () => {
-        // Gateways first (no new requests), then brokers (they flush), then arbiters.
-        await sup.stop([
-          ...t.regions.map((r) => `${r.name}/gateway`),
-          ...t.regions.flatMap((r) => r.brokerPorts.map((_, i) => `${r.name}/broker-${i + 1}`)),
-          ...t.regions.map((r) => `${r.name}/arbiter`),
-        ]);
-        await control?.close();
-        await emulator.close();
-      };
+      let stopping: Promise<void> | null = null;
+      const stopAll = () =>
+        (stopping ??= (async () => {
+          // Gateways first (no new requests), then brokers (they flush), then arbiters.
+          await sup.stop([
+            ...t.regions.map((r) => `${r.name}/gateway`),
+            ...t.regions.flatMap((r) => r.brokerPorts.map((_, i) => `${r.name}/broker-${i + 1}`)),
+            ...t.regions.map((r) => `${r.name}/arbiter`),
+          ]);
+          await control?.close();
+          await emulator.close();
+        })());
+      // From here on a SIGINT or SIGTERM stops everything, also while the deployment is still
+      // coming up: by default the signal would end this process and orphan every child started so far.
+      let signalled: string | null = null;
+      const stoppedBySignal = new Promise<void>((resolve) => {
+        const onSignal = (signal: string) => {
+          signalled ??= signal;
+          logger.info({ signal }, 'stopping the local deployment');
+          void stopAll().then(resolve);
+        };
+        process.once('SIGTERM', () => onSignal('SIGTERM'));
+        process.once('SIGINT', () => onSignal('SIGINT'));
+      });
       try {
         const maps = await wire(emulator, t);
         // A fresh key per deployment unless one is given (tests craft messages under it): the mesh
@@ -215,8 +229,11 @@ export function registerDevCommand(program: Command): void {
         );
       } catch (err) {
         await stopAll();
+        // Stopped on purpose while starting: not a failure to report.
+        if (signalled !== null) return;
         throw err;
       }
+      if (signalled !== null) return void (await stopAll());
       const regions = t.regions.map((r) => ({
         region: r.name,
         gateway: `http://127.0.0.1:${r.gatewayPort}`,
@@ -242,14 +259,7 @@ export function registerDevCommand(program: Command): void {
           '',
         ].join('\n'),
       );
-      await new Promise<void>((resolve) => {
-        const stop = (signal: string) => {
-          logger.info({ signal }, 'stopping the local deployment');
-          void stopAll().then(resolve);
-        };
-        process.once('SIGTERM', () => stop('SIGTERM'));
-        process.once('SIGINT', () => stop('SIGINT'));
-      });
+      await stoppedBySignal;
     });
 }
 
