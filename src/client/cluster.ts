@@ -295,11 +295,19 @@ export class Cluster {
   /** The cached leader of a partition; throws UNKNOWN_TOPIC_OR_PARTITION or LEADER_NOT_AVAILABLE. */
   leaderOf(topic: string, partition: number): PartitionInfo {
     const p = this.topics.get(topic)?.partitions[partition];
+    // Either answer comes from the cache, and a cache taken during an election (no leader yet) or
+    // before a partition existed is wrong soon after: the next ensureFresh asks again, whoever
+    // calls it. Left to its maximum age, one caller's cache kept two regions' exchanges from an
+    // origin partition for minutes after the origin had elected its leader.
     if (!p) {
-      throw new EdgeqError('UNKNOWN_TOPIC_OR_PARTITION', `partition ${topic}/${partition} does not exist`, { details: { topic, partition } });
+      const err = new EdgeqError('UNKNOWN_TOPIC_OR_PARTITION', `partition ${topic}/${partition} does not exist`, { details: { topic, partition } });
+      this.markStale(err);
+      throw err;
     }
     if (p.leaderId < 0 || !this.brokersById.has(p.leaderId)) {
-      throw new EdgeqError('LEADER_NOT_AVAILABLE', `partition ${topic}/${partition} has no known leader`, { details: { topic, partition } });
+      const err = new EdgeqError('LEADER_NOT_AVAILABLE', `partition ${topic}/${partition} has no known leader`, { details: { topic, partition } });
+      this.markStale(err);
+      throw err;
     }
     return p;
   }
