@@ -61,3 +61,37 @@ describe('a cached "no leader"', () => {
     expect(cluster.leaderOf('t', 1).leaderId).toBe(1);
   });
 });
+
+describe('a known topic while the cell does not answer', () => {
+  it('does not hold a send on a stale cache: waitForTopic returns at once and the refresh goes on behind it', async () => {
+    const broker = { id: 1, frozen: false };
+    const leaders = CountedLeaders.from([1]) as CountedLeaders;
+    const network = scriptedCell({ brokers: [broker], topic: 't', leaders, highWatermark: 0 });
+    const cluster = new Cluster({ brokers: ['b1:1'], socketFactory: network.socketFactory, clock: new FakeClock(), retry: { retriesMax: 0 } });
+    closers.push(() => cluster.close());
+    await cluster.waitForTopic('t', 3_000);
+    broker.frozen = true;
+    cluster.markStale(new Error('a request failed'));
+    let done = false;
+    void cluster.waitForTopic('t', 3_000).then(() => (done = true));
+    await settle();
+    expect(done).toBe(true);
+    // The refresh did go out (and waits on the frozen broker); it answers once thawed.
+    broker.frozen = false;
+    expect(cluster.partitionCount('t')).toBe(1);
+  });
+
+  it('still waits for a topic it does not know', async () => {
+    const broker = { id: 1, frozen: true };
+    const network = scriptedCell({ brokers: [broker], topic: 't', leaders: [1], highWatermark: 0 });
+    const cluster = new Cluster({ brokers: ['b1:1'], socketFactory: network.socketFactory, clock: new FakeClock(), retry: { retriesMax: 0 } });
+    closers.push(() => cluster.close());
+    let done = false;
+    void cluster.waitForTopic('t', 3_000).then(
+      () => (done = true),
+      () => (done = true),
+    );
+    await settle();
+    expect(done).toBe(false);
+  });
+});

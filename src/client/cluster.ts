@@ -218,6 +218,14 @@ export class Cluster {
    * producer waits for metadata the same way).
    */
   async waitForTopic(topic: string, waitMs: number): Promise<void> {
+    if ((this.topics.get(topic)?.partitions.length ?? 0) > 0) {
+      // Known: its partition count is all a send needs now, so a stale or old cache refreshes
+      // behind it (the sender waits for leaders, within the delivery timeout). Waiting here let
+      // one metadata request a cell could not answer (its arbiter away) hold every send past its
+      // produce timeout. Kafka's send blocks on metadata only for a topic it does not know.
+      this.ensureFresh([topic]).catch((err: unknown) => this.logger.debug({ err: toEdgeqError(err).code }, 'metadata refresh behind a send failed'));
+      return;
+    }
     await this.ensureFresh([topic]);
     const deadline = this.clock.monotonicMs() + waitMs;
     let pauseMs = 25;
