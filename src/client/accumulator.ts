@@ -28,6 +28,14 @@ export class ProducerBatch {
   sizeBytes = 0;
   /** Send attempts so far. */
   attempts = 0;
+  /**
+   * True once an attempt ended in a way that may have written it (no answer in time, a connection
+   * lost after the request left, an error the broker gives after appending); false while every
+   * attempt was refused before any byte reached a log (never sent, or NOT_LEADER and the like).
+   */
+  maybeWritten = false;
+  /** The last error of an attempt, or of the wait for a leader; null: none yet. */
+  lastError: EdgeqError | null = null;
   /** Monotonic time of the first send; -1 before it. */
   firstSendMs = -1;
   /** Monotonic time before which a retry must not go out. */

@@ -3,6 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBatch, CompressionCodec, decodeBatch, splitBatches, validateBatchHeader } from '../log/index.ts';
 import { createClient, type Consumer, type ConsumerRecord } from './index.ts';
 import { FaultProxy, TestBroker } from './test-support.ts';
+import { eventually } from '../testing/index.ts';
+import { createLogger } from '../core/index.ts';
 
 let tb: TestBroker;
 beforeAll(async () => {
@@ -103,6 +105,45 @@ describe('idempotence', () => {
     consumer.seek('not-idem', 0, 0);
     const got = await readAll(consumer, 2);
     expect(got.map((r) => r.value!.toString())).toEqual(['once', 'once']);
+    await consumer.close();
+    await client.close();
+    await proxy.close();
+  });
+  it('a retry that may have been written is not sent again under a bumped epoch: it fails indeterminate, and is written once', async () => {
+    // Partition 0's answer is lost after the write, so its batch waits in the retries (2 s of
+    // backoff); meanwhile partition 1 fails for good (too large), which bumps the epoch. Sent again
+    // under the new epoch the broker would take the batch as new: the value would be there twice.
+    const topic = 'idem-bump';
+    const admin = createClient({ brokers: [tb.address] }).admin();
+    await admin.createTopics([{ name: topic, partitions: 2, config: { 'max.message.bytes': '2000' } }]);
+    await admin.close();
+    const proxy = await FaultProxy.start({ host: tb.broker.host, port: tb.broker.port });
+    let produces = 0;
+    proxy.dropRule = (api) => api === 'Produce' && ++produces === 1;
+    // The producer's debug log says when it has taken the lost answer and queued the retry.
+    const lines: string[] = [];
+    const logger = createLogger({ level: 'debug', destination: { write: (line: string) => void lines.push(line) } });
+    const client = createClient({ brokers: [proxy.address], reconnectBackoffMs: 10, logger });
+    const producer = client.producer({ lingerMs: 0, retryBackoffMs: 2_000, retryBackoffMsMax: 2_000 });
+    const first = producer.send(topic, { value: 'once' }, { partition: 0 }).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    await eventually(() => lines.some((l) => l.includes('retrying batch') && l.includes('"partition":0')), 10_000, 'the retry of the lost answer');
+    expect(proxy.dropped).toEqual(['Produce']);
+    await expect(producer.send(topic, { value: 'w'.repeat(3_000) }, { partition: 1 })).rejects.toMatchObject({ code: 'MESSAGE_TOO_LARGE' });
+    const err = await first;
+    expect(err).toMatchObject({ code: 'REQUEST_TIMED_OUT' });
+    expect((err as { details: Record<string, unknown> }).details['written']).toBeUndefined();
+    // The producer goes on under its new epoch.
+    const [next] = await producer.send(topic, { value: 'next' }, { partition: 0 });
+    expect(next!.offset).toBe(1);
+    const consumer = createClient({ brokers: [tb.address] }).consumer();
+    consumer.assign([{ topic, partition: 0 }]);
+    consumer.seek(topic, 0, 0);
+    const got = await readAll(consumer, 2);
+    expect(got.map((r) => r.value!.toString())).toEqual(['once', 'next']);
+    expect(await consumer.poll({ timeoutMs: 200 })).toEqual([]);
     await consumer.close();
     await client.close();
     await proxy.close();

@@ -87,6 +87,15 @@ export interface ProducerOptions {
   adaptiveThrottle?: boolean | AdaptiveThrottleOptions;
 }
 
+/**
+ * Errors a broker answers only before it appends anything (the leader stopped writing because it
+ * cannot renew its lease, a leader epoch it does not know, a topic it does not hold): an attempt
+ * that ended with one of these wrote nothing. Not NOT_LEADER: a leader that steps down answers the
+ * writes still waiting for their ISR with it, after their append. Any other error of a request
+ * that left may follow an append (no answer in time, NOT_ENOUGH_REPLICAS while waiting).
+ */
+const REFUSED_BEFORE_APPEND: ReadonlySet<string> = new Set(['FENCED_LEADER_EPOCH', 'LEADER_NOT_AVAILABLE', 'ARBITER_UNAVAILABLE', 'UNKNOWN_TOPIC_OR_PARTITION', 'UNKNOWN_TOPIC_ID']);
+
 /** Defaults of `ProducerOptions`. */
 export const PRODUCER_DEFAULTS = {
   acks: 'all' as AcksOption,
@@ -132,6 +141,8 @@ interface PartitionState {
   retries: ProducerBatch[];
   /** Bound of a merged batch: the batch bound, halved each time the broker refuses one as too large. */
   mergeBytesMax: number;
+  /** Why the partition has no leader to send to (its batches wait), or null when it has one. */
+  leaderError: EdgeqError | null;
 }
 
 function toAcks(a: AcksOption): AcksValue {
@@ -173,6 +184,9 @@ export class Producer {
   private senderRunning = false;
   private senderAgain = false;
   private wakeTimer: TimerHandle | null = null;
+  /** Watches a sender pass that waits long (see watchPass); armed while passes run. */
+  private watchTimer: TimerHandle | null = null;
+  private passStartedMs = 0;
   private wakeAtMs = Infinity;
   /** Resolves when the latest `send` has appended its records (see `send`). */
   private appendTail: Promise<void> = Promise.resolve();
@@ -407,6 +421,7 @@ export class Producer {
     } finally {
       this.closed = true;
       this.wakeTimer?.cancel();
+      this.watchTimer?.cancel();
       const err = new EdgeqError('CONNECTION_CLOSED', 'the producer closed', { retriable: false });
       this.budget.failWaiters(err);
       for (const b of this.accumulator.clear()) b.fail(err);
@@ -420,7 +435,7 @@ export class Producer {
     const key = `${topic}\u0000${partition}`;
     let s = this.partitions.get(key);
     if (!s) {
-      s = { topic, partition, topicId: this.cluster.topicIdOf(topic), nextSequence: 0, confirmedNext: 0, inflight: [], retries: [], mergeBytesMax: this.batchBytesMax };
+      s = { topic, partition, topicId: this.cluster.topicIdOf(topic), nextSequence: 0, confirmedNext: 0, inflight: [], retries: [], mergeBytesMax: this.batchBytesMax, leaderError: null };
       this.partitions.set(key, s);
     }
     return s;
@@ -434,6 +449,8 @@ export class Producer {
       return;
     }
     this.senderRunning = true;
+    this.passStartedMs = this.clock.monotonicMs();
+    this.watchPass();
     queueMicrotask(() => {
       this.runSender()
         .catch((err) => this.logger.error({ err }, 'sender pass failed'))
@@ -445,6 +462,25 @@ export class Producer {
           }
         });
     });
+  }
+
+  /**
+   * A sender pass can wait a long time: on a metadata refresh a cell without its arbiter does not
+   * answer, on an epoch bump. Batches still waiting must fail at their delivery timeout all the
+   * same (found by the arbiter-loss drill: a produce with a 1.5 s timeout answered after 3.7 s),
+   * so while passes run a timer checks every tenth of the timeout (10 ms..1 s) and expires what a
+   * pass stuck that long has not. At most one timer; none while the sender is idle.
+   */
+  private watchPass(): void {
+    if (this.watchTimer || this.closed) return;
+    const periodMs = Math.min(1_000, Math.max(10, this.deliveryTimeoutMs / 10));
+    this.watchTimer = this.clock.setTimeout(() => {
+      this.watchTimer = null;
+      if (this.closed || !this.senderRunning) return;
+      const now = this.clock.monotonicMs();
+      if (now - this.passStartedMs >= periodMs) this.expireWaiting(now);
+      this.watchPass();
+    }, periodMs);
   }
 
   private wakeIn(ms: number): void {
@@ -586,20 +622,42 @@ export class Producer {
       for (const b of dead) {
         // A batch that went out may have been written: later sequences must start over.
         if (this.idempotent && b.attempts > 0) this.epochResetNeeded = true;
-        this.finish(b, new EdgeqError('REQUEST_TIMED_OUT', `${b.topic}/${b.partition}: not acknowledged within deliveryTimeoutMs ${this.deliveryTimeoutMs}`, { details: { topic: b.topic, partition: b.partition } }), -1);
+        this.finish(b, this.expiredError(b, s.leaderError), -1);
       }
     }
     for (const b of this.accumulator.removeExpired(cutoff)) {
-      this.finish(b, new EdgeqError('REQUEST_TIMED_OUT', `${b.topic}/${b.partition}: not sent within deliveryTimeoutMs ${this.deliveryTimeoutMs}`, { details: { topic: b.topic, partition: b.partition } }), -1);
+      this.finish(b, this.expiredError(b, this.partitions.get(`${b.topic}\u0000${b.partition}`)?.leaderError ?? null), -1);
     }
   }
 
+  /**
+   * The error a batch fails with at its delivery timeout. One that no attempt can have written
+   * fails with the typed reason it could not be (the last refusal, or why its partition has no
+   * leader: ARBITER_UNAVAILABLE while the cell cannot confirm a leader, say) and `written: false`,
+   * so a caller knows a retry cannot duplicate it; one that may have been written is
+   * REQUEST_TIMED_OUT, indeterminate, with its last error beside it.
+   */
+  private expiredError(b: ProducerBatch, leaderError: EdgeqError | null): EdgeqError {
+    const details = { topic: b.topic, partition: b.partition };
+    const last = leaderError ?? b.lastError;
+    if (!b.maybeWritten && last !== null) {
+      return new EdgeqError(last.code, `${b.topic}/${b.partition}: not written within deliveryTimeoutMs ${this.deliveryTimeoutMs}: ${last.message}`, { details: { ...details, written: false } });
+    }
+    const why = b.attempts === 0 ? 'not sent' : 'not acknowledged';
+    return new EdgeqError('REQUEST_TIMED_OUT', `${b.topic}/${b.partition}: ${why} within deliveryTimeoutMs ${this.deliveryTimeoutMs}${last ? ` (last: ${last.code})` : ''}`, {
+      details: { ...details, ...(last ? { lastError: last.code } : {}), ...(b.maybeWritten ? {} : { written: false }) },
+    });
+  }
+
   private hasLeader(topic: string, partition: number): boolean {
+    const s = this.stateOf(topic, partition);
     try {
       this.cluster.leaderOf(topic, partition);
+      s.leaderError = null;
       return true;
     } catch (err) {
       this.cluster.markStale(err);
+      s.leaderError = toEdgeqError(err);
       return false;
     }
   }
@@ -672,14 +730,14 @@ export class Producer {
     const leftMs = () => Math.max(1, Math.min(...list.map((b) => b.createdMs + this.deliveryTimeoutMs - this.clock.monotonicMs())));
     if (this.throttles && !this.throttles.admit(leaderId)) {
       const err = locallyThrottled(leaderId);
-      for (const b of list) this.onBatchError(b, err);
+      for (const b of list) this.onBatchError(b, err, false);
       return;
     }
     let conn;
     try {
       conn = await this.cluster.connectionTo(leaderId, { timeoutMs: leftMs() });
     } catch (err) {
-      for (const b of list) this.onBatchError(b, toEdgeqError(err));
+      for (const b of list) this.onBatchError(b, toEdgeqError(err), false);
       return;
     }
     if (this.acks === 0) {
@@ -728,8 +786,11 @@ export class Producer {
     this.finish(b, null, baseOffset);
   }
 
-  private onBatchError(b: ProducerBatch, err: EdgeqError): void {
+  /** `sent`: false when the request never left (no connection, throttled here): it wrote nothing. */
+  private onBatchError(b: ProducerBatch, err: EdgeqError, sent = true): void {
     const s = this.removeInflight(b);
+    b.lastError = err;
+    if (sent && !REFUSED_BEFORE_APPEND.has(err.code) && !isOverloadError(err)) b.maybeWritten = true;
     if (isStaleMetadataError(err)) this.cluster.markStale(err);
     const timedOut = this.clock.monotonicMs() - b.createdMs >= this.deliveryTimeoutMs;
     const expired = timedOut || b.attempts > this.retriesMax;
@@ -784,7 +845,8 @@ export class Producer {
       return this.requeue(s, b, backoffDelayMs(b.attempts - 1, { retryBackoffMs: this.retryBackoffMs, retryBackoffMsMax: this.retryBackoffMsMax, random: this.random }));
     }
     if (this.idempotent) this.epochResetNeeded = true;
-    this.finish(b, err, -1);
+    // Out of retries, or not retriable: no attempt wrote it if every one was refused before an append.
+    this.finish(b, b.maybeWritten ? err : new EdgeqError(err.code, err.message, { retriable: err.retriable, cause: err, details: { ...err.details, written: false } }), -1);
   }
 
   private requeue(s: PartitionState, b: ProducerBatch, delayMs: number): void {
@@ -813,6 +875,17 @@ export class Producer {
     for (const s of this.partitions.values()) {
       s.nextSequence = 0;
       s.confirmedNext = 0;
+      // A retry that an earlier attempt may have written cannot go out again under the new
+      // epoch: the broker would take it as new and write it twice (found by the arbiter-loss
+      // drill: acknowledged records duplicated). It ends indeterminate, as its attempt did.
+      const unsure = s.retries.filter((b) => b.maybeWritten);
+      if (unsure.length > 0) {
+        s.retries = s.retries.filter((b) => !b.maybeWritten);
+        for (const b of unsure) {
+          const last = b.lastError?.code;
+          this.finish(b, new EdgeqError('REQUEST_TIMED_OUT', `${b.topic}/${b.partition}: may have been written by an attempt (${last ?? 'no answer'}); not sent again under a new producer epoch, where it could be written twice`, { details: { topic: b.topic, partition: b.partition, ...(last ? { lastError: last } : {}) } }), -1);
+        }
+      }
       for (const b of s.retries) {
         b.baseSequence = s.nextSequence;
         b.producerId = this.producerId;

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
 import { Broker } from '../broker/index.ts';
+import { EdgeqError, type ErrorCode } from '../core/index.ts';
 import { createClient, type EdgeqClient } from './client.ts';
 import { FakeNetwork, type FakeBrokerHandler } from '../protocol/test-support.ts';
 import {
@@ -25,6 +26,7 @@ import {
   encodeResponse,
   supportedVersions,
   apiSpec,
+  wireError,
   type ApiName,
   type Frame,
   type ResponseOf,
@@ -216,6 +218,8 @@ export interface ScriptedBroker {
   frozen?: boolean;
   /** Fetch: answer with no records (default), or never answer. */
   fetch?: 'empty' | 'never';
+  /** Produce: answer every partition with this error instead of an offset (a leader that refuses). */
+  produceError?: ErrorCode;
 }
 
 /**
@@ -246,7 +250,8 @@ export function scriptedCell(o: { brokers: ScriptedBroker[]; topic: string; lead
         reply({ topics: req.topics.map((t) => ({ name: t.name, partitions: t.partitions.map((p) => ({ partition: p.partition, offset: o.highWatermark, leaderEpoch: 1 })) })) });
       } else if (name === 'Produce') {
         const req = decodeBody<ProduceRequest>('ProduceRequest', frame.body);
-        reply({ topics: req.topics.map((t) => ({ name: t.name, partitions: t.partitions.map((p) => ({ partition: p.partition, baseOffset: 0, logAppendTimeMs: -1, logStartOffset: 0, leaderEpoch: 1 })) })) });
+        const error = b.produceError ? wireError(new EdgeqError(b.produceError, `scripted ${b.produceError}`)) : undefined;
+        reply({ topics: req.topics.map((t) => ({ name: t.name, partitions: t.partitions.map((p) => ({ partition: p.partition, baseOffset: error ? -1 : 0, logAppendTimeMs: -1, logStartOffset: 0, leaderEpoch: 1, ...(error ? { error } : {}) })) })) });
       } else if (name === 'Fetch' && b.fetch !== 'never') {
         const req = decodeBody<FetchRequest>('FetchRequest', frame.body);
         reply({
