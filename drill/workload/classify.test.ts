@@ -27,7 +27,9 @@ describe('classifyProduce', () => {
     expect(classifyProduce(res(413, 'not json'), NOW)).toEqual({ kind: 'failed', code: 'HTTP_413' });
   });
 
-  it('other 5xx are indeterminate: the write may have happened', () => {
+  it('a 5xx that says written: false failed (nothing can have been written); other 5xx are indeterminate', () => {
+    expect(classifyProduce(res(503, { code: 'ARBITER_UNAVAILABLE', written: false }), NOW)).toEqual({ kind: 'failed', code: 'ARBITER_UNAVAILABLE' });
+    expect(classifyProduce(res(503, { code: 'ARBITER_UNAVAILABLE' }), NOW)).toEqual({ kind: 'indeterminate', code: 'ARBITER_UNAVAILABLE' });
     expect(classifyProduce(res(504, { code: 'GEO_TIMEOUT' }), NOW)).toEqual({ kind: 'indeterminate', code: 'GEO_TIMEOUT' });
     expect(classifyProduce(res(503, { code: 'NOT_ENOUGH_REPLICAS' }), NOW)).toEqual({ kind: 'indeterminate', code: 'NOT_ENOUGH_REPLICAS' });
     expect(classifyProduce(res(502, null), NOW)).toEqual({ kind: 'indeterminate', code: 'HTTP_502' });

@@ -7,6 +7,10 @@
  * - 429 QUOTA_EXCEEDED / THROTTLED and 503 TEMPORARY_REDUCED_CAPACITY: the quota or the admission
  *   limiter refused before anything was sent to the cell; retried with the same id after Retry-After.
  * - Any other 4xx: failed (the gateway checks a request whole before it sends any record).
+ * - A 5xx whose problem says `written: false`: failed. The gateway's producer says so only when
+ *   every attempt was refused before an append (ARBITER_UNAVAILABLE while a cell cannot confirm a
+ *   leader, LEADER_NOT_AVAILABLE, a leader that could not be reached); the checker then proves it
+ *   (a failed record found in a log fails the run).
  * - Any other 5xx: indeterminate. The gateway's producer retries a batch inside the cell, so a
  *   final NOT_LEADER or NOT_ENOUGH_REPLICAS may follow an attempt that was written; 504
  *   TIMEOUT / GEO_TIMEOUT come after the write by definition.
@@ -73,6 +77,7 @@ export function classifyProduce(answer: HttpAnswer, nowMs: number): Classified {
       const code = problemCode(body) ?? `HTTP_${status}`;
       if ((status === 429 || status === 503) && RETRY_CODES.has(code)) return { kind: 'retry', code, retryAfterMs: retryAfterMs(answer.headers.get('retry-after'), nowMs) };
       if (status >= 400 && status < 500) return { kind: 'failed', code };
+      if ((body as { written?: unknown } | null)?.written === false) return { kind: 'failed', code };
       return { kind: 'indeterminate', code };
     }
   }

@@ -13,12 +13,12 @@ describe('edgeq gateway auth default', () => {
     expect(errors.join('')).toContain('--no-auth');
   });
 
-  for (const [flag, value] of [['--produce-inflight', '9'], ['--produce-inflight', '0'], ['--produce-linger-ms', '-1'], ['--produce-linger-ms', 'soon'], ['--produce-batch-bytes', '512'], ['--produce-batch-bytes', '1e9']] as const) {
+  for (const [flag, value] of [['--produce-inflight', '9'], ['--produce-inflight', '0'], ['--produce-linger-ms', '-1'], ['--produce-linger-ms', 'soon'], ['--produce-batch-bytes', '512'], ['--produce-batch-bytes', '1e9'], ['--produce-timeout-ms', '50'], ['--produce-timeout-ms', '9999999'], ['--produce-timeout-ms', '2s']] as const) {
     it(`refuses ${flag} ${value} with INVALID_CONFIG naming the bound`, async () => {
       const run = await runCliCaptured(['gateway', '--brokers', '127.0.0.1:1', '--port', '0', '--no-auth', flag, value]);
       expect(run.code).toBe(2);
       const errors = [run.stderr];
-      expect(errors.join('')).toMatch(/INVALID_CONFIG: .*(produceInflightPerPartitionMax|--produce-linger-ms|produceBatchBytesMax|--produce-batch-bytes)/);
+      expect(errors.join('')).toMatch(/INVALID_CONFIG: .*(produceInflightPerPartitionMax|--produce-linger-ms|produceBatchBytesMax|--produce-batch-bytes|produceTimeoutMs|--produce-timeout-ms)/);
     });
   }
 });

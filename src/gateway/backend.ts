@@ -123,6 +123,7 @@ export class GatewayBackend {
         lingerMs: this.limits.produceLingerMs,
         inflightPerPartitionMax: this.limits.produceInflightPerPartitionMax,
         batchBytesMax: this.limits.produceBatchBytesMax,
+        deliveryTimeoutMs: this.limits.produceTimeoutMs,
         // Clients' protobuf batches queued for a partition go out merged into one (uncompressed
         // ones; compressed batches pass as they are).
         mergeSealedBatches: kind === 'batches',

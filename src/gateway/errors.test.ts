@@ -1,4 +1,4 @@
-// Proves errors become RFC 9457 problem+json with the status from the core error table, that throttling carries Retry-After and 401s a WWW-Authenticate challenge, that unexpected errors do not leak their message, and that the limits are checked at start-up.
+// Proves errors become RFC 9457 problem+json with the status from the core error table (with written: false when nothing can have been written), that throttling carries Retry-After and 401s a WWW-Authenticate challenge, that unexpected errors do not leak their message, and that the limits are checked at start-up.
 import { describe, expect, it } from 'vitest';
 import { EdgeqError, ERROR_SPECS } from '../core/index.ts';
 import { GATEWAY_LIMITS, problemResponse, problemType, resolveLimits, toProblem } from './index.ts';
@@ -11,6 +11,11 @@ describe('problem+json', () => {
       if (code !== 'QUOTA_EXCEEDED' && code !== 'TEMPORARY_REDUCED_CAPACITY') expect(p.type).toBe(`urn:edgeq:error:${code}`);
       expect(p.title.length).toBeGreaterThan(0);
     }
+  });
+
+  it('says written: false only when the error says no record can have been written', () => {
+    expect(toProblem(new EdgeqError('ARBITER_UNAVAILABLE', 'no lease', { details: { written: false } }))).toMatchObject({ status: 503, code: 'ARBITER_UNAVAILABLE', written: false });
+    expect(toProblem(new EdgeqError('REQUEST_TIMED_OUT', 'maybe', { details: { lastError: 'NOT_ENOUGH_REPLICAS' } })).written).toBeUndefined();
   });
 
   it('answers 429 with Retry-After, from the hint when there is one', async () => {

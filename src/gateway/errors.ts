@@ -26,6 +26,11 @@ export interface Problem {
   field?: string;
   /** QUOTA_EXCEEDED: the names of the policies that had no room (the draft's extension member). */
   'violated-policies'?: string[];
+  /**
+   * A failed produce whose records none can have been written (the producer's every attempt was
+   * refused before an append): a retry cannot duplicate them. Absent on a 5xx that may follow a write.
+   */
+  written?: false;
 }
 
 /**
@@ -59,6 +64,7 @@ export function toProblem(err: unknown): Problem {
   if (typeof e.details['field'] === 'string') problem.field = e.details['field'];
   const violated = e.details['violatedPolicies'];
   if (e.code === 'QUOTA_EXCEEDED' && Array.isArray(violated)) problem['violated-policies'] = violated.map(String);
+  if (e.details['written'] === false) problem.written = false;
   return problem;
 }
 

@@ -50,6 +50,12 @@ export interface GatewayLimits {
    * smaller refuses such a batch, and the producer splits it until it fits.
    */
   produceBatchBytesMax: number;
+  /**
+   * How long a produce waits for the cell (the producers' delivery timeout): past it the request
+   * fails with the typed reason, and `written: false` when no attempt can have written it (a cell
+   * that cannot confirm or elect a leader while its arbiter is away answers ARBITER_UNAVAILABLE).
+   */
+  produceTimeoutMs: number;
 }
 
 /** Defaults: 1 MiB records in bodies of up to 8 MiB (room for a batch of several large records). */
@@ -74,6 +80,9 @@ export const GATEWAY_LIMITS: GatewayLimits = {
   // and 3-4x the requests per second.
   produceInflightPerPartitionMax: 1,
   produceBatchBytesMax: 1024 * 1024,
+  // Kafka's delivery.timeout.ms: enough for a leader's lease to run out (2 s) and an election and
+  // ISR shrink (10 s) several times over before a request gives up.
+  produceTimeoutMs: 120_000,
 };
 
 /** Fills defaults and checks the bounds: a record must fit in a body, and every bound is positive. */
@@ -91,6 +100,9 @@ export function resolveLimits(partial: Partial<GatewayLimits> = {}): GatewayLimi
   }
   if (limits.produceBatchBytesMax < 1024 || limits.produceBatchBytesMax > 64 * 1024 * 1024) {
     throw new EdgeqError('INVALID_CONFIG', `gateway limit produceBatchBytesMax must be within 1 KiB..64 MiB, got ${limits.produceBatchBytesMax}`, { details: { key: 'produceBatchBytesMax' } });
+  }
+  if (limits.produceTimeoutMs < 100 || limits.produceTimeoutMs > 3_600_000) {
+    throw new EdgeqError('INVALID_CONFIG', `gateway limit produceTimeoutMs must be within 100..3600000 ms, got ${limits.produceTimeoutMs}`, { details: { key: 'produceTimeoutMs' } });
   }
   if (limits.recordBytesMax > limits.bodyBytesMax) {
     throw new EdgeqError('INVALID_CONFIG', `gateway limit recordBytesMax (${limits.recordBytesMax}) exceeds bodyBytesMax (${limits.bodyBytesMax})`, { details: { key: 'recordBytesMax' } });

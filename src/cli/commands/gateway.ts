@@ -42,6 +42,7 @@ interface GatewayFlags extends LimiterFlags, PlannerFlags {
   produceLingerMs?: string;
   produceInflight?: string;
   produceBatchBytes?: string;
+  produceTimeoutMs?: string;
   region?: string;
   member?: string;
   meshPort?: string;
@@ -81,6 +82,7 @@ export function registerGatewayCommand(program: Command): void {
     .option('--produce-linger-ms <n>', 'how long produced records wait to share a batch (default 0)')
     .option('--produce-inflight <n>', 'batches per partition in flight to the cell, 1..5 (default 1)')
     .option('--produce-batch-bytes <n>', 'largest batch of records sent to a partition, 1024..67108864 (default 1048576)')
+    .option('--produce-timeout-ms <n>', 'how long a produce waits for the cell before it fails with the typed reason, 100..3600000 (EDGEQ_PRODUCE_TIMEOUT_MS, default 120000)')
     .option('--region <name>', 'the region this gateway serves (EDGEQ_REGION, default local)')
     .option('--member <id>', 'this gateway\'s id in the mesh (default <region>-<host>-<port>)')
     .option('--mesh-port <n>', 'UDP and TCP port of the mesh agent between regions (EDGEQ_MESH_PORT); absent: no mesh')
@@ -120,11 +122,13 @@ export function registerGatewayCommand(program: Command): void {
       const produceLingerMs = intFlag(flags.produceLingerMs, '--produce-linger-ms', 'produceLingerMs');
       const produceInflightPerPartitionMax = intFlag(flags.produceInflight, '--produce-inflight', 'produceInflightPerPartitionMax');
       const produceBatchBytesMax = intFlag(flags.produceBatchBytes, '--produce-batch-bytes', 'produceBatchBytesMax');
+      const produceTimeoutMs = intFlag(flags.produceTimeoutMs ?? process.env.EDGEQ_PRODUCE_TIMEOUT_MS, '--produce-timeout-ms', 'produceTimeoutMs');
       const limits = {
         ...(memberIdleMsMax === undefined ? {} : { memberIdleMsMax }),
         ...(produceLingerMs === undefined ? {} : { produceLingerMs }),
         ...(produceInflightPerPartitionMax === undefined ? {} : { produceInflightPerPartitionMax }),
         ...(produceBatchBytesMax === undefined ? {} : { produceBatchBytesMax }),
+        ...(produceTimeoutMs === undefined ? {} : { produceTimeoutMs }),
       };
       // Checked before anything is opened: a bad bound is a start-up error, not a half-started gateway.
       resolveLimits(limits);
