@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { DevControlDriver, type Deployment } from '../../drill/faults/index.ts';
 import { runChecked, type CheckedRunResult } from '../../drill/runner/index.ts';
 import { planDrill } from '../../drill/scenarios/index.ts';
+import type { DrillReport } from '../../drill/report/index.ts';
 import { CheckedWorkload, type WorkloadRecord } from '../../drill/workload/index.ts';
 import { runCliCaptured } from '../../src/cli/test-support.ts';
 import { DEV_REGIONS_PORT_SPAN, freeRange, startDevRegions, stopAllDevs, type Ready } from '../helpers/dev-process.ts';
@@ -24,6 +25,11 @@ import { cleanupTempDirs, tempDir } from '../helpers/tmp.ts';
  */
 const DURATION_S = 10;
 const REPLICA_LAG_MS = 2_000;
+/**
+ * The gateway's produce timeout: well under the arbiter-loss hold (4 s), so writes that wait on
+ * a leader the cell cannot confirm or elect end inside it, with their typed reason.
+ */
+const PRODUCE_TIMEOUT_MS = 1_500;
 const RATE = 10;
 /**
  * Bound on one drill: its 6 s, the recovery wait (up to 60 s, a restart is ~1-3 s), convergence
@@ -36,7 +42,7 @@ let driver: DevControlDriver;
 let deployment: Deployment;
 
 beforeAll(async () => {
-  const dev = startDevRegions(await tempDir('edgeq-drill-cell-'), await freeRange(DEV_REGIONS_PORT_SPAN), { regions: '1', brokersPerRegion: 3, env: { EDGEQ_CELL__REPLICA_LAG_TIME_MAX_MS: String(REPLICA_LAG_MS) } });
+  const dev = startDevRegions(await tempDir('edgeq-drill-cell-'), await freeRange(DEV_REGIONS_PORT_SPAN), { regions: '1', brokersPerRegion: 3, env: { EDGEQ_CELL__REPLICA_LAG_TIME_MAX_MS: String(REPLICA_LAG_MS), EDGEQ_PRODUCE_TIMEOUT_MS: String(PRODUCE_TIMEOUT_MS) } });
   ready = await dev.ready;
   driver = await DevControlDriver.connect(ready.control);
   deployment = await driver.deployment();
@@ -60,6 +66,32 @@ async function drill(scenario: string, seed: number, makeWorkload?: (o: Construc
   return result;
 }
 
+/** Codes the workload gives an answer it did not get from the gateway (its own timeout, a lost connection). */
+const UNTYPED = new Set(['TIMEOUT', 'ABORTED', 'CONNECTION_LOST', 'CONNECTION_REFUSED', 'BAD_ANSWER']);
+
+/**
+ * Arbiter loss: the killed leader's partition needs a leadership change the paused arbiter cannot
+ * fence, so its writes answered during the hold (from a second after the kill, when what was
+ * acknowledged before it has been answered) are none acknowledged and each a typed error of the
+ * gateway; there is at least one; and writes to it are acknowledged again after the heal.
+ */
+function expectArbiterLossTyped(report: DrillReport, workload: CheckedWorkload): void {
+  const kill = report.timeline.find((e) => e.event === 'fault.kill');
+  const m = /leader of (\S+)-(\d+):/.exec(kill?.detail ?? '');
+  expect(m, JSON.stringify(kill)).not.toBeNull();
+  const [, topic, partition] = m!;
+  const killAt = Date.parse(kill!.t);
+  const healAt = Date.parse(report.healAt!);
+  const mine = workload.produced().filter((r) => r.topic === topic && r.partition === Number(partition));
+  const during = mine.filter((r) => r.outcome.atMs > killAt + 1_000 && r.outcome.atMs < healAt);
+  const seen = during.map((r) => `${r.outcome.kind}:${r.outcome.kind === 'acked' ? r.outcome.offset : r.outcome.code}`);
+  const all = mine.map((r) => `${r.seq}@${r.sentAtMs - killAt}→${r.outcome.atMs - killAt}:${r.outcome.kind === 'acked' ? 'acked' : r.outcome.code}`).join(' ');
+  console.log(`[arbiter-loss] ${topic}-${partition}, ms from the kill (heal at ${healAt - killAt}): ${all}`);
+  expect(during.length, `heal at ${healAt - killAt}: ${all}`).toBeGreaterThan(0);
+  expect(during.filter((r) => r.outcome.kind === 'acked' || UNTYPED.has(r.outcome.code) || !/^[A-Z_]+$/.test(r.outcome.code)), seen.join(' ')).toEqual([]);
+  expect(mine.some((r) => r.outcome.kind === 'acked' && r.sentAtMs > healAt)).toBe(true);
+}
+
 /** The deployment is whole: every process running, none held. */
 async function whole(): Promise<void> {
   const procs = await driver.processes();
@@ -74,7 +106,8 @@ describe('cell drills with real processes', () => {
   ] as const) {
     it(`${scenario} passes with nothing lost and leaves the deployment whole`, async () => {
       const topicsBefore = await drillTopics();
-      const { report } = await drill(scenario, seed);
+      let workload: CheckedWorkload | null = null;
+      const { report } = await drill(scenario, seed, (o) => (workload = new CheckedWorkload(o)));
       expect(report, report.reasons.join('; ')).toMatchObject({ scenario, region: 'us-east', seed, verdict: 'pass', lost: 0, reordered: 0, divergentOffsets: 0 });
       expect(report.acked).toBeGreaterThan(RATE);
       expect(report.faultAt).not.toBeNull();
@@ -86,6 +119,7 @@ describe('cell drills with real processes', () => {
       if (detects) expect(report.detectMs).not.toBeNull();
       expect(report.timeline.some((e) => e.event === 'fault' && e.detail.includes(scenario))).toBe(true);
       expect(report.timeline.some((e) => e.event === 'heal')).toBe(true);
+      if (scenario === 'arbiter-loss') expectArbiterLossTyped(report, workload!);
       await whole();
       // A passing drill deletes its two topics: none of its own is left behind.
       expect(await drillTopics()).toEqual(topicsBefore);

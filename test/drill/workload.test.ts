@@ -88,9 +88,12 @@ describe('checked workload with real processes', () => {
     const stats = w.stats();
     const acked = produced.filter((r) => r.outcome.kind === 'acked');
     const scheduled = regions.length * 2 * RATE * (RUN_MS / 1000);
-    // Most of the schedule is acked on a quiet deployment; a loaded machine skips some (one request per partition in flight).
-    expect(acked.length).toBeGreaterThan(scheduled * 0.5);
-    expect(produced.length).toBeLessThanOrEqual(scheduled);
+    // Every slot of the schedule was sent or skipped (one request per partition in flight: a
+    // loaded machine skips some, by design); most are acked on a quiet deployment (~95%), and a
+    // quarter is plenty for the checks below (468 of 1000 with a 3×3 deployment beside it).
+    const skipped = regions.reduce((n, r) => n + stats.regions[r.region]!.skipped, 0);
+    expect(produced.length + skipped).toBe(scheduled);
+    expect(acked.length).toBeGreaterThan(scheduled * 0.25);
     for (const r of regions) expect(acksSeen.get(r.region)).toBe(stats.regions[r.region]!.acked);
 
     const global = acked.filter((r) => r.topic === 'drill-g');
