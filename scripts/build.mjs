@@ -47,10 +47,24 @@ const result = await build({
   logLevel: 'warning',
 });
 await copyFile(join(root, 'src/protocol/edgeq.proto'), join(tmp, 'edgeq.proto'));
-const inputs = Object.keys(result.metafile.inputs)
+// The dashboard's page (src/dashboard/page/, uPlot included) for browsers: the same options as
+// buildDashboardBundle in src/dashboard/assets.ts, which a gateway run from the sources uses.
+const page = await build({
+  entryPoints: { app: join(root, 'src/dashboard/page/main.ts') },
+  outdir: join(tmp, 'dashboard'),
+  bundle: true,
+  minify: true,
+  format: 'esm',
+  platform: 'browser',
+  target: 'es2022',
+  metafile: true,
+  logLevel: 'warning',
+});
+const inputs = [...Object.keys(result.metafile.inputs), ...Object.keys(page.metafile.inputs)]
   .map((p) => relative(root, join(process.cwd(), p)))
   .filter((p) => !p.startsWith('node_modules'))
   .concat(['src/protocol/edgeq.proto', 'scripts/build.mjs'])
+  .filter((p, i, all) => all.indexOf(p) === i)
   .sort();
 await writeFile(join(tmp, 'build.json'), `${JSON.stringify({ builtAtMs: startedMs, inputs }, null, 1)}\n`);
 // Swapped in whole, so a process starting meanwhile sees the old build or the new one.

@@ -8,6 +8,8 @@ ensure_node_modules
 node scripts/build.mjs
 # Real etcd for the arbiter's contract and quorum tests (Debian's package starts no service).
 ensure_apt_package etcd etcd-server etcd-client
+# Debian's chromium for the dashboard's browser test (playwright-core drives it; no browser download).
+ensure_apt_package chromium chromium
 # promtool, which the HTTP conformance test runs over every process's /metrics: Debian ships it
 # only in the prometheus package, which also enables a Prometheus server (:9090) where systemd
 # runs; the tests need only the tool, so a server installed here is stopped and disabled again.
@@ -19,5 +21,6 @@ if ! command -v promtool >/dev/null 2>&1; then
 fi
 echo "edgeq: typecheck" >&2
 npx tsc --noEmit -p tsconfig.json
+npx tsc --noEmit -p src/dashboard/page/tsconfig.json
 echo "edgeq: tests" >&2
 npx vitest run "$@"

@@ -24,6 +24,8 @@ import { registerLimiterRoute } from './limiter-route.ts';
 import { registerCapacityRoute, type CapacitySource } from './capacity-route.ts';
 import { registerPlannerMetrics } from './planner-metrics.ts';
 import { registerDrillsRoutes, type DrillsDeps } from './drills-route.ts';
+import { createDashboard, registerDashboardRoutes } from '../dashboard/index.ts';
+import type { Clock } from '../core/index.ts';
 import { registerLimiterMetrics, type AdmissionLimiter, type QuotaEnforcer } from '../../ratelimit/index.ts';
 import { checkBatches, checkRecords, recordBytes, parseJsonRecords, parseProtobufBatches, parseValueEncoding, toJsonRecord, type GatewayRecord } from './records.ts';
 
@@ -47,6 +49,8 @@ export interface GatewayDeps {
   capacity?: CapacitySource | null;
   /** The drill reports and drill starts (issue 16): `/v1/drills`; absent: none (404 there). */
   drills?: DrillsDeps | null;
+  /** The capacity dashboard (issue 17): `/dashboard` and `/v1/dashboard/*`; absent or false: none (404 there). */
+  dashboard?: boolean | { clock?: Clock };
 }
 
 /** The app plus what it holds open. */
@@ -496,6 +500,18 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
   registerLimiterRoute(app, { limiter: deps.limiter });
   registerCapacityRoute(app, { capacity: deps.capacity });
   registerDrillsRoutes(app, { drills: deps.drills, bodyBytesMax: limits.bodyBytesMax, requireJson });
+  const dashboard = deps.dashboard
+    ? createDashboard({
+        region: deps.region ?? 'local',
+        ...(typeof deps.dashboard === 'object' && deps.dashboard.clock ? { clock: deps.dashboard.clock } : {}),
+        mesh: deps.mesh ? () => deps.mesh!.view() : undefined,
+        capacity: deps.capacity ? () => deps.capacity!.report() : undefined,
+        limiter: deps.limiter ? () => deps.limiter!.view() : undefined,
+        cell: () => backend.admin.cellStatus(),
+        drills: deps.drills ? async () => (await deps.drills!.store.list()).drills : undefined,
+      })
+    : null;
+  const dashboardRoutes = registerDashboardRoutes(app, dashboard);
 
   app.delete('/v1/groups/:group/members/:id', async (c) => {
     const group = c.req.param('group');
@@ -507,9 +523,14 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
 
   return Object.assign(app, {
     metrics,
-    endStreams: () => streamSlots.endAll(),
+    endStreams: () => {
+      streamSlots.endAll();
+      dashboardRoutes.endStreams();
+    },
     close: async () => {
       streamSlots.endAll();
+      dashboardRoutes.endStreams();
+      dashboard?.stop();
       await groups.close();
       await backend.close();
       metrics.close();

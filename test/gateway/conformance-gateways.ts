@@ -85,6 +85,7 @@ export interface Answer {
 export interface OpenStream {
   status: number;
   /** Reads until the first event or heartbeat comment arrives. */
+  /** The first event's frame (heartbeat comments skipped), or what came before the end or the timeout. */
   firstFrame(timeoutMs: number): Promise<string>;
   close(): Promise<void>;
 }
@@ -141,8 +142,10 @@ export class ServedGateway {
         const decoder = new TextDecoder();
         let got = '';
         const timer = setTimeout(() => abort.abort(), timeoutMs);
+        // The first event: comment frames (`: heartbeat`, sent while a read is still empty) are skipped.
+        const firstEvent = () => got.split('\n\n').slice(0, -1).find((f) => f.split('\n').some((l) => l !== '' && !l.startsWith(':')));
         try {
-          while (!got.includes('\n\n')) {
+          while (firstEvent() === undefined) {
             const { done, value } = await reader.read();
             if (done) break;
             got += decoder.decode(value, { stream: true });
@@ -150,7 +153,8 @@ export class ServedGateway {
         } finally {
           clearTimeout(timer);
         }
-        return got;
+        const event = firstEvent();
+        return event === undefined ? got : `${event}\n\n`;
       },
       async close() {
         abort.abort();
@@ -354,7 +358,7 @@ export class ConformanceRig {
     const planner = new RigPlanner(limiter.limiter);
     await planner.planned();
     const drills = new RigDrills();
-    const keyed = await serveGateway('keyed', createGatewayApp({ client, limits: LIMITS, auth: Authenticator.fromJson(keysDoc()), mesh: stub, limiter: limiter.limiter, quotas: quotas(), capacity: planner.handle.source, drills: drills.deps }), contract);
+    const keyed = await serveGateway('keyed', createGatewayApp({ client, limits: LIMITS, auth: Authenticator.fromJson(keysDoc()), mesh: stub, limiter: limiter.limiter, quotas: quotas(), capacity: planner.handle.source, drills: drills.deps, dashboard: true }), contract);
     return new ConformanceRig(cell, client, open, keyed, stub, limiter, planner, drills);
   }
 

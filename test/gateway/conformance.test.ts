@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBatch } from '../../src/log/index.ts';
 import { Acks, encodeMessage } from '../../src/protocol/index.ts';
 import { eventually } from '../../src/testing/index.ts';
+import { DASHBOARD_STREAMS_MAX } from '../../src/dashboard/index.ts';
 import { ConformanceRig, KEYED_TOPIC, KEYS, LIMITS, type ServedGateway } from './conformance-gateways.ts';
 import { OpenApiContract } from './openapi-contract.ts';
 
@@ -61,6 +62,34 @@ async function groupRoundTrip(gw: ServedGateway, key: string | undefined, topic:
   expect((await gw.call('POST', `${member}/commit`, { key })).status).toBe(204);
   expect((await gw.call('POST', `${member}/commit`, { key, json: { offsets: [{ topic, partition: 0, offset: 1 }] } })).status).toBe(204);
   expect((await gw.call('DELETE', member, { key })).status).toBe(204);
+}
+
+/** The dashboard: the page, its assets, the history of each range (400 for another), the stream and its bound. */
+async function dashboardPaths(gw: ServedGateway, key: string): Promise<void> {
+  const page = await gw.call('GET', '/dashboard');
+  expect(page.status).toBe(200);
+  const html = page.text;
+  for (const name of [/assets\/(app-[0-9a-f]+\.js)/.exec(html)![1]!, /assets\/(app-[0-9a-f]+\.css)/.exec(html)![1]!]) {
+    const asset = await gw.call('GET', `/dashboard/assets/${name}`);
+    expect(asset.status).toBe(200);
+    expect(asset.headers.get('cache-control')).toMatch(/immutable/);
+  }
+  expect((await gw.call('GET', '/dashboard/assets/app-000000000000.js')).status).toBe(404);
+  for (const range of ['5m', '1h', '24h']) expect((await gw.call('GET', `/v1/dashboard/history?range=${range}`, { key })).status).toBe(200);
+  expect((await gw.call('GET', '/v1/dashboard/history?range=2d', { key })).status).toBe(400);
+  const streams = [];
+  for (let i = 0; i < DASHBOARD_STREAMS_MAX; i++) streams.push(await gw.stream('/v1/dashboard/stream', { key }));
+  expect(streams.map((s) => s.status)).toEqual(Array(DASHBOARD_STREAMS_MAX).fill(200));
+  expect(await streams[0]!.firstFrame(SETTLE_MS_MAX)).toContain('event: snapshot');
+  const refused = await gw.stream('/v1/dashboard/stream', { key });
+  expect(refused.status).toBe(429);
+  await refused.close();
+  for (const s of streams) await s.close();
+  await eventually(async () => {
+    const s = await gw.stream('/v1/dashboard/stream', { key });
+    await s.close();
+    return s.status === 200;
+  }, SETTLE_MS_MAX, 'the dashboard streams to free their slots');
 }
 
 /** Every operation's happy path on one gateway (`key` is the admin key when auth is on). */
@@ -122,7 +151,9 @@ async function happyPaths(gw: ServedGateway, topic: string, key?: string): Promi
     expect((await gw.call('DELETE', `/v1/topics/${everywhere}`, { key })).status).toBe(204);
     await failoverPaths(gw, key);
     await drillPaths(gw, key);
+    await dashboardPaths(gw, key);
   } else {
+    for (const path of ['/dashboard', '/dashboard/assets/app-0.js', '/v1/dashboard/history', '/v1/dashboard/stream']) expect((await gw.call('GET', path)).status, path).toBe(404);
     expect((await gw.call('GET', '/v1/limiter')).status).toBe(404);
     expect((await gw.call('GET', '/v1/capacity')).status).toBe(404);
     expect((await gw.call('GET', '/v1/mesh')).status).toBe(404);
@@ -372,6 +403,8 @@ describe('the HTTP API against docs/openapi.yaml', () => {
       ['GET', '/v1/cell', {}],
       ['GET', '/v1/limiter', {}],
       ['GET', '/v1/capacity', {}],
+      ['GET', '/v1/dashboard/history', {}],
+      ['GET', '/v1/dashboard/stream', {}],
       ['GET', '/v1/mesh', {}],
       ['GET', '/v1/topics', {}],
       ['POST', '/v1/topics', { json: { name: 'k-new', partitions: 1 } }],
@@ -405,6 +438,8 @@ describe('the HTTP API against docs/openapi.yaml', () => {
       ['GET', '/v1/cell', KEYS.reader, {}],
       ['GET', '/v1/limiter', KEYS.reader, {}],
       ['GET', '/v1/capacity', KEYS.reader, {}],
+      ['GET', '/v1/dashboard/history', KEYS.reader, {}],
+      ['GET', '/v1/dashboard/stream', KEYS.reader, {}],
       ['GET', '/v1/mesh', KEYS.reader, {}],
       ['POST', '/v1/topics', KEYS.reader, { json: { name: 'k-new', partitions: 1 } }],
       ['GET', `/v1/topics/${t}`, KEYS.stranger, {}],

@@ -241,6 +241,7 @@ export function registerDevCommand(program: Command): void {
         arbiter: loopback(r.arbiterPort),
         mesh: loopback(r.meshPort),
         metrics: r.adminPorts.map((p) => `http://127.0.0.1:${p}/metrics`),
+        dashboard: `http://127.0.0.1:${r.gatewayPort}/dashboard`,
       }));
       const first = regions[0]!;
       const controlUrl = `http://127.0.0.1:${t.controlPort}`;
@@ -252,7 +253,7 @@ export function registerDevCommand(program: Command): void {
       process.stderr.write(
         [
           `edgeq dev: ${t.regions.length} region(s), ${t.brokersPerRegion} broker(s) each, ${keysFile === null ? 'auth off (local deployment)' : `auth on (keys ${keysFile})`}; data in ${t.dataDir}`,
-          ...regions.map((r) => `  ${r.region}: gateway ${r.gateway}  brokers ${r.brokers}  arbiter ${r.arbiter}  mesh ${r.mesh}`),
+          ...regions.map((r) => `  ${r.region}: gateway ${r.gateway}  dashboard ${r.dashboard}  brokers ${r.brokers}  arbiter ${r.arbiter}  mesh ${r.mesh}`),
           `  logs: ${t.regions.map((r) => join(r.dataDir, 'logs')).join(', ')} (one file per process; EDGEQ_LOG_LEVEL=info|debug for more than warnings)`,
           `  control API ${controlUrl} (GET /v1/dev/links, PUT /v1/dev/links/{from}/{to}, GET /v1/dev/processes, POST /v1/dev/processes/{name}/hold|release, GET /v1/dev/deployment); links between regions: ${t.wanLatencyMs} ms one way`,
           '  Ctrl-C stops everything',

@@ -193,7 +193,7 @@ export function registerGatewayCommand(program: Command): void {
           })
         : null;
       const capacity: CapacitySource | null = plannerHandle?.source ?? null;
-      const app = createGatewayApp({ client, auth, limits, mesh, region, limiter, quotas, capacity, drills });
+      const app = createGatewayApp({ client, auth, limits, mesh, region, limiter, quotas, capacity, drills, dashboard: true });
       const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
         // Produces the limiter would refuse are answered before the framework (src/gateway/shed.ts).
         const createShedServer = ((options: ServerOptions, listener: RequestListener) => createServer(options, shedding(listener, { limiter, auth }))) as unknown as typeof createServer;
