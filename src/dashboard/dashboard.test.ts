@@ -58,6 +58,10 @@ function mesh(ingress: number): MeshView {
 describe('DashboardSampler', () => {
   it("keeps one point a second per region, with the forecast that stood before the second", () => {
     const clock = new FakeClock(T0);
+    // A source that throws (a mesh not wired yet) does not stop a sample.
+    const broken = new DashboardSampler({ region: 'x', mesh: () => { throw new Error('not yet'); } }, clock);
+    broken.sample();
+    expect(Object.keys(broken.history(300_000).regions)).toEqual(['x']);
     let rep = report(T0, 100, (t) => (t - T0) / 10);
     let ingress = 20;
     const s = new DashboardSampler({ region: 'us-east', capacity: () => rep, mesh: () => mesh(ingress), limiter: () => null }, clock);

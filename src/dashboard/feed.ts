@@ -60,6 +60,15 @@ export interface DashboardSnapshot {
 
 type Listener = (s: DashboardSnapshot) => void;
 
+/** A source's value, or null when it has none or throws (its panel then says there is none). */
+function orNull<T>(source: (() => T | null) | undefined): T | null {
+  try {
+    return source?.() ?? null;
+  } catch {
+    return null;
+  }
+}
+
 async function within<T>(p: Promise<T>, ms: number, clock: Clock): Promise<Panel<T>> {
   let timer: TimerHandle | null = null;
   const timeout = new Promise<Panel<T>>((resolve) => {
@@ -113,8 +122,8 @@ export class DashboardFeed {
   /** Builds one snapshot now. */
   async snapshot(): Promise<DashboardSnapshot> {
     const s = this.sources;
-    const report = s.capacity?.() ?? null;
-    const mesh = s.mesh?.() ?? null;
+    const report = orNull(s.capacity);
+    const mesh = orNull(s.mesh);
     const [cell, drills] = await Promise.all([
       s.cell ? within(s.cell(), FEED_SOURCE_TIMEOUT_MS, this.clock) : Promise.resolve(null),
       s.drills ? within(s.drills(), FEED_SOURCE_TIMEOUT_MS, this.clock) : Promise.resolve(null),
@@ -125,7 +134,7 @@ export class DashboardFeed {
       regions: s.sampler.now(),
       model: report?.model ?? null,
       stepMs: report?.step ?? null,
-      limiter: s.limiter?.() ?? null,
+      limiter: orNull(s.limiter),
       cell,
       mesh: mesh ? { self: mesh.self, members: mesh.members, replication: mesh.replication, exchange: mesh.exchange } : null,
       drills,

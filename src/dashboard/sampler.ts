@@ -73,6 +73,18 @@ interface EntryForecast {
 
 const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : NaN);
 
+/**
+ * A source's value, or null when it has none or cannot give one now (a gateway's mesh is wired
+ * after its app is built): a sample goes on with what the others give.
+ */
+function read<T>(source: (() => T | null) | undefined): T | null {
+  try {
+    return source?.() ?? null;
+  } catch {
+    return null;
+  }
+}
+
 /** The forecast point whose step holds `t`, or null. */
 function lookup(forecast: readonly ForecastPoint[], t: number, stepMs: number): ForecastPoint | null {
   for (const f of forecast) if (f.t <= t && t < f.t + stepMs) return f;
@@ -89,16 +101,23 @@ export class DashboardSampler {
     private readonly clock: Clock,
   ) {}
 
-  /** Samples now and then every DASHBOARD_SAMPLE_MS until `stop`. */
+  /** Samples once a second (DASHBOARD_SAMPLE_MS), half-way through it, until `stop`. */
   start(): void {
     if (this.timer || this.stopped) return;
+    // Half-way through each second: the sources close their own 1 s steps on the whole second
+    // (the ingress history's last step read 0 for a moment there), and a sample taken on it raced them.
+    const next = () => {
+      const into = this.clock.nowMs() % DASHBOARD_SAMPLE_MS;
+      return (into < DASHBOARD_SAMPLE_MS / 2 ? 0 : DASHBOARD_SAMPLE_MS) + DASHBOARD_SAMPLE_MS / 2 - into;
+    };
     const tick = () => {
       this.timer = null;
       if (this.stopped) return;
       this.sample();
-      this.timer = this.clock.setTimeout(tick, DASHBOARD_SAMPLE_MS - (this.clock.nowMs() % DASHBOARD_SAMPLE_MS));
+      this.timer = this.clock.setTimeout(tick, next());
     };
-    tick();
+    // The first sample a moment later, not now: the gateway is still being put together.
+    this.timer = this.clock.setTimeout(tick, next());
   }
 
   stop(): void {
@@ -110,9 +129,9 @@ export class DashboardSampler {
   /** Takes one point of every region at the current second. Public for tests on a fake clock. */
   sample(): void {
     const t = Math.floor(this.clock.nowMs() / DASHBOARD_SAMPLE_MS) * DASHBOARD_SAMPLE_MS;
-    const mesh = this.sources.mesh?.() ?? null;
-    const report = this.sources.capacity?.() ?? null;
-    const limiter = this.sources.limiter?.() ?? null;
+    const mesh = read(this.sources.mesh);
+    const report = read(this.sources.capacity);
+    const limiter = read(this.sources.limiter);
     const own = this.sources.region;
     const names = new Set<string>([own, ...(mesh?.regions.map((r) => r.region) ?? [])]);
     for (const name of names) {
