@@ -1,7 +1,11 @@
 import { defineConfig } from 'vitest/config';
 
-/** Tests that need the machine to themselves: the campaign's own deployment shape (3 regions of 3 brokers, 15 processes). */
-const ALONE = ['test/drill/chaos-seeds.test.ts'];
+/**
+ * Tests that need the machine to themselves: the campaign's own deployment shape (3 regions of 3
+ * brokers, 15 processes), and the dashboard in chromium beside a 3-region deployment (its bounds
+ * are the page's own: ingress shown within seconds of the producing, a dead broker red within 15 s).
+ */
+const ALONE = ['test/drill/chaos-seeds.test.ts', 'test/dashboard/browser.test.ts'];
 
 /** What every project shares. */
 const shared = {

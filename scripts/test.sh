@@ -21,6 +21,8 @@ if ! command -v promtool >/dev/null 2>&1; then
 fi
 echo "edgeq: typecheck" >&2
 npx tsc --noEmit -p tsconfig.json
+# The dashboard's page and its browser test see the DOM's types, the rest of the code does not.
 npx tsc --noEmit -p src/dashboard/page/tsconfig.json
+npx tsc --noEmit -p test/dashboard/tsconfig.json
 echo "edgeq: tests" >&2
 npx vitest run "$@"

@@ -34,7 +34,7 @@ function builtDir(): string | null {
 
 const hashOf = (b: Buffer) => createHash('sha256').update(b).digest('hex').slice(0, 12);
 
-/** The page's HTML with the script and style names in it. */
+/** The page's HTML with the script and style names in it (an empty icon: no /favicon.ico 404). */
 function html(jsName: string, cssName: string): string {
   return `<!doctype html>
 <html lang="en">
@@ -42,6 +42,7 @@ function html(jsName: string, cssName: string): string {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>edgeq capacity</title>
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="/dashboard/assets/${cssName}">
 </head>
 <body>

@@ -24,9 +24,11 @@ interface State {
   last: Snapshot | null;
   stream: AbortController | null;
   drill: { id: string; timer: number } | null;
+  /** The range whose history is loaded (null while loading). */
+  loaded: string | null;
 }
 
-const state: State = { range: '5m', region: 'all', series: new Map(), charts: new Map(), last: null, stream: null, drill: null };
+const state: State = { range: '5m', region: 'all', series: new Map(), charts: new Map(), last: null, stream: null, drill: null, loaded: null };
 const updateMs: number[] = [];
 (window as unknown as { edgeqDashboard: unknown }).edgeqDashboard = { updateMs, state };
 
@@ -72,9 +74,7 @@ function layout(): void {
     e.preventDefault();
     void startDrill();
   };
-  window.addEventListener('resize', () => {
-    for (const c of state.charts.values()) c.resize(chartWidth());
-  });
+  window.addEventListener('resize', resizeCharts);
 }
 
 function askKey(why: string): void {
@@ -90,6 +90,16 @@ function chartWidth(): number {
   return Math.max(240, Math.floor(w / cols) - 16);
 }
 
+/** Each chart's box as wide as its plot (its figures line wraps under it instead of widening it). */
+function resizeCharts(): void {
+  const w = chartWidth();
+  for (const [name, c] of state.charts) {
+    c.resize(w);
+    const box = $('#charts').querySelector<HTMLElement>(`[data-region="${CSS.escape(name)}"]`);
+    if (box) box.style.width = `${w}px`;
+  }
+}
+
 function seriesOf(region: string): RegionSeries {
   let s = state.series.get(region);
   if (!s) {
@@ -100,14 +110,18 @@ function seriesOf(region: string): RegionSeries {
 }
 
 async function loadHistory(): Promise<void> {
+  state.loaded = null;
   try {
-    const h = await getJson<History>(`/v1/dashboard/history?range=${state.range}`);
+    const range = state.range;
+    const h = await getJson<History>(`/v1/dashboard/history?range=${range}`);
+    if (range !== state.range) return; // another range was chosen meanwhile
     state.series.clear();
     for (const [region, cols] of Object.entries(h.regions)) {
       const s = seriesOf(region);
       s.t = [...cols.t];
       for (const f of FIELDS) s.cols[f] = [...cols[f]];
     }
+    state.loaded = range;
     renderCharts();
   } catch (err) {
     if (err instanceof ApiError && (err.status === 401 || err.status === 403)) askKey(err.message);
@@ -126,6 +140,8 @@ function renderCharts(): void {
     }
   }
   for (const name of shown) {
+    const had = host.querySelector(`[data-region="${CSS.escape(name)}"]`);
+    if (had) host.appendChild(had); // in order: this gateway's region first, then by name
     if (!state.charts.has(name)) {
       const box = document.createElement('div');
       box.className = 'chart';
@@ -135,7 +151,7 @@ function renderCharts(): void {
       state.charts.set(name, new CapacityChart(name, box.querySelector('.plot')!, chartWidth()));
     }
   }
-  for (const c of state.charts.values()) c.resize(chartWidth());
+  resizeCharts();
   drawCharts();
 }
 
@@ -177,7 +193,8 @@ function onSnapshot(s: Snapshot): void {
     select.innerHTML = `<option value="all">all regions</option>${s.regions.map((r) => `<option ${r.region === state.region ? 'selected' : ''}>${esc(r.region)}</option>`).join('')}`;
     $<HTMLSelectElement>('#drill-region').innerHTML = s.regions.map((r) => `<option>${esc(r.region)}</option>`).join('');
   }
-  if (added) renderCharts();
+  const firstShown = $('#charts').querySelector<HTMLElement>('[data-region]')?.dataset['region'];
+  if (added || (firstShown !== undefined && firstShown !== s.region && state.series.has(s.region) && state.region === 'all')) renderCharts();
   else drawCharts();
   $('#limiter-region').textContent = `(${s.region})`;
   $('#limiter').innerHTML = limiterPanel(s);
