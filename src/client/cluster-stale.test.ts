@@ -5,7 +5,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../core/index.ts';
 import { settle } from '../protocol/test-support.ts';
-import { Cluster } from './cluster.ts';
+import { Cluster, KNOWN_TOPIC_REFRESH_WAIT_MS } from './cluster.ts';
 import { scriptedCell } from './test-support.ts';
 
 /** Leaders by partition that count how often a broker answered Metadata with them (scriptedCell maps them once per answer). */
@@ -63,17 +63,27 @@ describe('a cached "no leader"', () => {
 });
 
 describe('a known topic while the cell does not answer', () => {
-  it('does not hold a send on a stale cache: waitForTopic returns at once and the refresh goes on behind it', async () => {
+  it('holds a send on a stale cache for KNOWN_TOPIC_REFRESH_WAIT_MS at most; the refresh goes on behind it', async () => {
     const broker = { id: 1, frozen: false };
     const leaders = CountedLeaders.from([1]) as CountedLeaders;
     const network = scriptedCell({ brokers: [broker], topic: 't', leaders, highWatermark: 0 });
-    const cluster = new Cluster({ brokers: ['b1:1'], socketFactory: network.socketFactory, clock: new FakeClock(), retry: { retriesMax: 0 } });
+    const clock = new FakeClock();
+    const cluster = new Cluster({ brokers: ['b1:1'], socketFactory: network.socketFactory, clock, retry: { retriesMax: 0 } });
     closers.push(() => cluster.close());
     await cluster.waitForTopic('t', 3_000);
+    // A cell that answers: the refresh comes first.
+    cluster.markStale(new Error('a request failed'));
+    const asked = leaders.answers;
+    await cluster.waitForTopic('t', 3_000);
+    expect(leaders.answers).toBe(asked + 1);
+    // A cell that does not answer: the send goes on at the bound.
     broker.frozen = true;
     cluster.markStale(new Error('a request failed'));
     let done = false;
     void cluster.waitForTopic('t', 3_000).then(() => (done = true));
+    await settle();
+    expect(done).toBe(false);
+    clock.advance(KNOWN_TOPIC_REFRESH_WAIT_MS);
     await settle();
     expect(done).toBe(true);
     // The refresh did go out (and waits on the frozen broker); it answers once thawed.

@@ -55,6 +55,13 @@ export interface ClusterOptions extends ConnectionOptions {
 }
 
 /** Defaults of `ClusterOptions`. */
+/**
+ * How long a send to a topic the client knows waits for a stale metadata refresh before it goes
+ * on without it: a cell answers a refresh in milliseconds; one that cannot (its arbiter away)
+ * must not hold sends past their delivery timeout.
+ */
+export const KNOWN_TOPIC_REFRESH_WAIT_MS = 500;
+
 export const CLUSTER_DEFAULTS = {
   metadataMaxAgeMs: 300_000,
   reconnectBackoffMs: 50,
@@ -219,11 +226,19 @@ export class Cluster {
    */
   async waitForTopic(topic: string, waitMs: number): Promise<void> {
     if ((this.topics.get(topic)?.partitions.length ?? 0) > 0) {
-      // Known: its partition count is all a send needs now, so a stale or old cache refreshes
-      // behind it (the sender waits for leaders, within the delivery timeout). Waiting here let
-      // one metadata request a cell could not answer (its arbiter away) hold every send past its
-      // produce timeout. Kafka's send blocks on metadata only for a topic it does not know.
-      this.ensureFresh([topic]).catch((err: unknown) => this.logger.debug({ err: toEdgeqError(err).code }, 'metadata refresh behind a send failed'));
+      // Known: a stale cache is refreshed first (right after a topic is created, that refresh is
+      // what gives its leader the moment to apply it), but for KNOWN_TOPIC_REFRESH_WAIT_MS at
+      // most; past it the refresh goes on behind the send. Waiting without a bound let one
+      // metadata request a cell could not answer (its arbiter away) hold every send past its
+      // produce timeout.
+      let timer: TimerHandle | null = null;
+      const bound = new Promise<void>((r) => (timer = this.clock.setTimeout(r, KNOWN_TOPIC_REFRESH_WAIT_MS)));
+      const refresh = this.ensureFresh([topic]).catch((err: unknown) => this.logger.debug({ err: toEdgeqError(err).code }, 'metadata refresh before a send failed'));
+      try {
+        await Promise.race([refresh, bound]);
+      } finally {
+        (timer as TimerHandle | null)?.cancel();
+      }
       return;
     }
     await this.ensureFresh([topic]);
