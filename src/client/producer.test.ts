@@ -124,7 +124,9 @@ describe('idempotence', () => {
     const lines: string[] = [];
     const logger = createLogger({ level: 'debug', destination: { write: (line: string) => void lines.push(line) } });
     const client = createClient({ brokers: [proxy.address], reconnectBackoffMs: 10, logger });
-    const producer = client.producer({ lingerMs: 0, retryBackoffMs: 2_000, retryBackoffMsMax: 2_000 });
+    // Backoff is full jitter (random × 2 s): pinned near its top, so the retry waits ~2 s for sure
+    // (CI drew a short one, and the retry went out under the old epoch before the bump).
+    const producer = client.producer({ lingerMs: 0, retryBackoffMs: 2_000, retryBackoffMsMax: 2_000, random: () => 0.999 });
     const first = producer.send(topic, { value: 'once' }, { partition: 0 }).then(
       () => null,
       (e: unknown) => e,
