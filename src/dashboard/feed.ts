@@ -7,13 +7,14 @@
  * snapshot still goes out on time.
  */
 import type { Clock, TimerHandle } from '../core/index.ts';
-import { toEdgeqError } from '../core/index.ts';
+import { EdgeqError, toEdgeqError } from '../core/index.ts';
+import { withDeadline } from '../client/hedged.ts';
 import type { CellStatus } from '../client/index.ts';
 import type { CapacityReport } from '../../forecast/planner/types.ts';
 import type { MeshView } from '../gateway/mesh.ts';
 import type { LimiterView } from '../../ratelimit/index.ts';
 import { DASHBOARD_SAMPLE_MS } from './limits.ts';
-import type { DashboardSampler, RegionNow } from './sampler.ts';
+import { readSource, type DashboardSampler, type RegionNow } from './sampler.ts';
 
 /** How long the feed waits for the cell status or the drill list before it sends without them. */
 export const FEED_SOURCE_TIMEOUT_MS = 800;
@@ -60,34 +61,15 @@ export interface DashboardSnapshot {
 
 type Listener = (s: DashboardSnapshot) => void;
 
-/** A source's value, or null when it has none or throws (its panel then says there is none). */
-function orNull<T>(source: (() => T | null) | undefined): T | null {
-  try {
-    return source?.() ?? null;
-  } catch {
-    return null;
-  }
-}
-
-async function within<T>(p: Promise<T>, ms: number, clock: Clock): Promise<Panel<T>> {
-  let timer: TimerHandle | null = null;
-  const timeout = new Promise<Panel<T>>((resolve) => {
-    timer = clock.setTimeout(() => resolve({ ok: false, code: 'REQUEST_TIMED_OUT', detail: `no answer within ${ms} ms` }), ms);
-  });
-  try {
-    return await Promise.race([
-      p.then(
-        (data): Panel<T> => ({ ok: true, data }),
-        (err: unknown): Panel<T> => {
-          const e = toEdgeqError(err);
-          return { ok: false, code: e.code, detail: e.message };
-        },
-      ),
-      timeout,
-    ]);
-  } finally {
-    (timer as TimerHandle | null)?.cancel();
-  }
+/** `p`'s answer as a panel, or why there is none (its error, or no answer within `ms`). */
+function within<T>(p: Promise<T>, ms: number, clock: Clock): Promise<Panel<T>> {
+  return withDeadline(p, ms, clock, () => new EdgeqError('REQUEST_TIMED_OUT', `no answer within ${ms} ms`)).then(
+    (data): Panel<T> => ({ ok: true, data }),
+    (err: unknown): Panel<T> => {
+      const e = toEdgeqError(err);
+      return { ok: false, code: e.code, detail: e.message };
+    },
+  );
 }
 
 export class DashboardFeed {
@@ -122,8 +104,8 @@ export class DashboardFeed {
   /** Builds one snapshot now. */
   async snapshot(): Promise<DashboardSnapshot> {
     const s = this.sources;
-    const report = orNull(s.capacity);
-    const mesh = orNull(s.mesh);
+    const report = readSource(s.capacity);
+    const mesh = readSource(s.mesh);
     const [cell, drills] = await Promise.all([
       s.cell ? within(s.cell(), FEED_SOURCE_TIMEOUT_MS, this.clock) : Promise.resolve(null),
       s.drills ? within(s.drills(), FEED_SOURCE_TIMEOUT_MS, this.clock) : Promise.resolve(null),
@@ -134,7 +116,7 @@ export class DashboardFeed {
       regions: s.sampler.now(),
       model: report?.model ?? null,
       stepMs: report?.step ?? null,
-      limiter: orNull(s.limiter),
+      limiter: readSource(s.limiter),
       cell,
       mesh: mesh ? { self: mesh.self, members: mesh.members, replication: mesh.replication, exchange: mesh.exchange } : null,
       drills,

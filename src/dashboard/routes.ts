@@ -11,6 +11,7 @@ import type { Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import { EdgeqError } from '../core/index.ts';
 import { authorize, type AuthVariables } from '../gateway/auth.ts';
+import { StreamSlots } from '../gateway/stream.ts';
 import type { DashboardAssets } from './assets.ts';
 import type { DashboardFeed, DashboardSnapshot } from './feed.ts';
 import { DASHBOARD_RANGES, DASHBOARD_STREAMS_MAX } from './limits.ts';
@@ -20,12 +21,7 @@ export interface DashboardDeps {
   readonly sampler: DashboardSampler;
   readonly feed: DashboardFeed;
   readonly assets: () => Promise<DashboardAssets>;
-  /** Ends every open dashboard stream (the gateway's shutdown). */
-  readonly onEndAll?: (end: () => void) => void;
 }
-
-/** Retry-After of a refused stream. */
-const STREAM_RETRY_AFTER_MS = 5_000;
 
 /** The range parameter, or INVALID_ARGUMENT naming the allowed values. */
 export function parseRange(raw: string | undefined): { range: string; ms: number } {
@@ -38,8 +34,7 @@ export function parseRange(raw: string | undefined): { range: string; ms: number
 }
 
 export function registerDashboardRoutes(app: Hono<{ Variables: AuthVariables }>, deps: DashboardDeps | null | undefined): { endStreams(): void } {
-  const enders = new Set<() => void>();
-  let open = 0;
+  const slots = new StreamSlots(DASHBOARD_STREAMS_MAX, 'dashboard streams', 'the most one gateway serves (DASHBOARD_STREAMS_MAX)');
   const off = (): never => {
     throw new EdgeqError('NOT_FOUND', 'this gateway runs without the dashboard');
   };
@@ -69,10 +64,7 @@ export function registerDashboardRoutes(app: Hono<{ Variables: AuthVariables }>,
   app.get('/v1/dashboard/stream', (c) => {
     authorize(c, 'admin', '*');
     if (!deps) off();
-    if (open >= DASHBOARD_STREAMS_MAX) {
-      throw new EdgeqError('THROTTLED', `${open} dashboard streams are open, the most one gateway serves`, { details: { retryAfterMs: STREAM_RETRY_AFTER_MS } });
-    }
-    open++;
+    slots.acquire();
     return streamSSE(c, async (stream) => {
       let wake: (() => void) | null = null;
       const queue: DashboardSnapshot[] = [];
@@ -80,7 +72,7 @@ export function registerDashboardRoutes(app: Hono<{ Variables: AuthVariables }>,
         if (!stream.aborted) stream.abort();
         wake?.();
       };
-      enders.add(end);
+      const untrack = slots.track(end);
       stream.onAbort(() => wake?.());
       c.req.raw.signal.addEventListener('abort', end);
       // Only the newest snapshot waits: a slow reader skips seconds, it does not queue them.
@@ -100,15 +92,15 @@ export function registerDashboardRoutes(app: Hono<{ Variables: AuthVariables }>,
         }
       } finally {
         unsubscribe();
-        enders.delete(end);
-        open--;
+        untrack();
+        slots.release();
       }
     });
   });
 
   return {
     endStreams(): void {
-      for (const end of [...enders]) end();
+      slots.endAll();
     },
   };
 }

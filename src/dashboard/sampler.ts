@@ -77,7 +77,7 @@ const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v)
  * A source's value, or null when it has none or cannot give one now (a gateway's mesh is wired
  * after its app is built): a sample goes on with what the others give.
  */
-function read<T>(source: (() => T | null) | undefined): T | null {
+export function readSource<T>(source: (() => T | null) | undefined): T | null {
   try {
     return source?.() ?? null;
   } catch {
@@ -129,9 +129,9 @@ export class DashboardSampler {
   /** Takes one point of every region at the current second. Public for tests on a fake clock. */
   sample(): void {
     const t = Math.floor(this.clock.nowMs() / DASHBOARD_SAMPLE_MS) * DASHBOARD_SAMPLE_MS;
-    const mesh = read(this.sources.mesh);
-    const report = read(this.sources.capacity);
-    const limiter = read(this.sources.limiter);
+    const mesh = readSource(this.sources.mesh);
+    const report = readSource(this.sources.capacity);
+    const limiter = readSource(this.sources.limiter);
     const own = this.sources.region;
     const names = new Set<string>([own, ...(mesh?.regions.map((r) => r.region) ?? [])]);
     for (const name of names) {

@@ -20,7 +20,12 @@ export class StreamSlots {
   private open = 0;
   /** Ends each open stream: the HTTP server's close waits for open connections, streams never end on their own. */
   private readonly enders = new Set<() => void>();
-  constructor(private readonly max: number) {}
+  /** `what` and `bound` name the streams and their limit in the refusal. */
+  constructor(
+    private readonly max: number,
+    private readonly what = 'streams',
+    private readonly bound = 'the most the gateway holds (streamsMax)',
+  ) {}
 
   /** Registers how to end one stream; returns the unregistering function. */
   track(end: () => void): () => void {
@@ -36,7 +41,7 @@ export class StreamSlots {
   /** Takes a slot or throws THROTTLED; the caller must `release()` exactly once. */
   acquire(): void {
     if (this.open >= this.max) {
-      throw new EdgeqError('THROTTLED', `${this.open} streams are open, the most the gateway holds (streamsMax)`, { details: { retryAfterMs: STREAM_RETRY_AFTER_MS } });
+      throw new EdgeqError('THROTTLED', `${this.open} ${this.what} are open, ${this.bound}`, { details: { retryAfterMs: STREAM_RETRY_AFTER_MS } });
     }
     this.open++;
   }
