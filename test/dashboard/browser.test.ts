@@ -16,7 +16,6 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/index.ts';
 import { Authenticator, createGatewayApp, hashApiKey } from '../../src/gateway/index.ts';
-import { waitFor } from '../../src/testing/index.ts';
 import { DEV_REGIONS_PORT_SPAN, freeRange, startDevRegions, stopAllDevs, type Ready } from '../helpers/dev-process.ts';
 import { Geo } from '../helpers/geo.ts';
 import { cleanupTempDirs, tempDir } from '../helpers/tmp.ts';
@@ -46,7 +45,7 @@ beforeAll(async () => {
   });
   ready = await dev.ready;
   const geo = new Geo(ready);
-  for (const r of geo.regions) await waitFor(`${r}'s exchange`, 120_000, async () => ((await geo.mesh(r))?.exchange.active ? true : undefined), 250);
+  await geo.waitForExchanges(120_000);
   context = await chromium.launchPersistentContext(await tempDir('edgeq-chromium-'), { executablePath: CHROMIUM, headless: true, args: ARGS, viewport: { width: 1280, height: 800 } });
 }, 240_000);
 

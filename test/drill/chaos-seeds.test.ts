@@ -4,7 +4,6 @@
 // checked workload, and a pass under the sync guarantee (0 acknowledged records lost, 0
 // reordered, 0 divergent offsets, duplicates only of indeterminate requests).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { waitFor } from '../../src/testing/index.ts';
 import { DevControlDriver, type Deployment } from '../../drill/faults/index.ts';
 import { describePlan, roundSchedule, runRound } from '../../drill/chaos/index.ts';
 import { DEV_REGIONS_PORT_SPAN, freeRange, startDevRegions, stopAllDevs } from '../helpers/dev-process.ts';
@@ -43,7 +42,7 @@ beforeAll(async () => {
   });
   const ready = await dev.ready;
   const geo = new Geo(ready);
-  for (const r of geo.regions) await waitFor(`${r}'s exchange`, 120_000, async () => ((await geo.mesh(r))?.exchange.active ? true : undefined), 250);
+  await geo.waitForExchanges(120_000);
   driver = await DevControlDriver.connect(ready.control);
   deployment = await driver.deployment();
 }, 300_000);

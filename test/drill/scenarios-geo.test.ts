@@ -32,7 +32,7 @@ beforeAll(async () => {
   const dev = startDevRegions(await tempDir('edgeq-drill-geo-'), await freeRange(DEV_REGIONS_PORT_SPAN), { regions: '2', brokersPerRegion: 1 });
   const ready = await dev.ready;
   const geo = new Geo(ready);
-  for (const r of geo.regions) await waitFor(`${r}'s exchange`, 60_000, async () => ((await geo.mesh(r))?.exchange.active ? true : undefined), 250);
+  await geo.waitForExchanges(60_000);
   control = ready.control;
   driver = await DevControlDriver.connect(ready.control);
   deployment = await driver.deployment();

@@ -24,7 +24,7 @@ beforeAll(async () => {
   const geo = new Geo(ready);
   regions = ready.regions.map((r) => ({ region: r.region, gateway: r.gateway }));
   // The mesh forms and each region's entry reaches the other, so global topics are exchanged.
-  for (const r of geo.regions) await waitFor(`${r}'s exchange`, 60_000, async () => ((await geo.mesh(r))?.exchange.active ? true : undefined), 250);
+  await geo.waitForExchanges(60_000);
 }, 180_000);
 
 afterAll(async () => {

@@ -34,7 +34,7 @@ async function start(): Promise<void> {
   geo = new Geo(await dev.ready);
   [A, B] = geo.regions as [string, string];
   // The mesh forms and each region's entry reaches the other (what the shares are exchanged over).
-  for (const r of geo.regions) await waitFor(`${r}'s mesh`, 60_000, async () => ((await geo.mesh(r))?.exchange.active ? true : undefined), 250);
+  await geo.waitForExchanges(60_000, 'mesh');
 }
 
 beforeAll(async () => {

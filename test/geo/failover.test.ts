@@ -44,7 +44,7 @@ beforeAll(async () => {
   const dev = startDevRegions(await tempDir('edgeq-geo-fo-'), base, { regions: '3', brokersPerRegion: 1, wanLatencyMs: 25 });
   geo = new Geo(await dev.ready);
   [A, B, C] = geo.regions as [string, string, string];
-  for (const r of geo.regions) await waitFor(`${r}'s exchange`, 60_000, async () => ((await geo.mesh(r))?.exchange.active ? true : undefined), 250);
+  await geo.waitForExchanges(60_000);
 }, 180_000);
 
 afterAll(async () => {

@@ -30,7 +30,7 @@ beforeAll(async () => {
   });
   geo = new Geo(await dev.ready);
   [A, B] = geo.regions as [string, string];
-  for (const r of geo.regions) await waitFor(`${r}'s exchange`, 60_000, async () => ((await geo.mesh(r))?.exchange.active ? true : undefined), 250);
+  await geo.waitForExchanges(60_000);
 }, 300_000);
 
 afterAll(async () => {

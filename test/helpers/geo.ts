@@ -95,6 +95,11 @@ export class Geo {
     throw new Error('readAll did not reach the high watermark');
   }
 
+  /** Waits until every region's gateway runs the exchange (the mesh formed and each region's entry reached the others). */
+  async waitForExchanges(timeoutMs: number, what = 'exchange'): Promise<void> {
+    for (const r of this.regions) await waitFor(`${r}'s ${what}`, timeoutMs, async () => ((await this.mesh(r))?.exchange.active ? true : undefined), 250);
+  }
+
   async mesh(region: string): Promise<GeoMesh | undefined> {
     const r = await this.call(region, 'GET', '/v1/mesh').catch(() => null);
     return r?.status === 200 ? (r.json as GeoMesh) : undefined;
