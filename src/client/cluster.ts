@@ -231,14 +231,9 @@ export class Cluster {
       // most; past it the refresh goes on behind the send. Waiting without a bound let one
       // metadata request a cell could not answer (its arbiter away) hold every send past its
       // produce timeout.
-      let timer: TimerHandle | null = null;
-      const bound = new Promise<void>((r) => (timer = this.clock.setTimeout(r, KNOWN_TOPIC_REFRESH_WAIT_MS)));
       const refresh = this.ensureFresh([topic]).catch((err: unknown) => this.logger.debug({ err: toEdgeqError(err).code }, 'metadata refresh before a send failed'));
-      try {
-        await Promise.race([refresh, bound]);
-      } finally {
-        (timer as TimerHandle | null)?.cancel();
-      }
+      // Past the bound the send goes on; the refresh is not cancelled.
+      await withDeadline(refresh, KNOWN_TOPIC_REFRESH_WAIT_MS, this.clock, () => new EdgeqError('REQUEST_TIMED_OUT', 'metadata refresh still out')).catch(() => undefined);
       return;
     }
     await this.ensureFresh([topic]);
