@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { viewAt, type Series, type SeriesView } from '../forecaster.ts';
 import { createBaseline, HoltWintersForecaster, initialState, LastValueForecaster, runFilter, SeasonalNaiveForecaster, seasonalNaivePoint } from './index.ts';
-import { applyBand, quantileSorted, ResidualBand } from './residual-band.ts';
+import { applyBand, applyBands, quantileSorted, ResidualBand } from './residual-band.ts';
 
 const view = (values: number[], origin = values.length): SeriesView => ({ origin, values: Float64Array.from(values).subarray(0, origin), timestamps: new Float64Array(values.length) });
 const series = (values: ArrayLike<number>): Series => ({ name: 's', values: Float64Array.from(values), timestamps: new Float64Array(values.length) });
@@ -108,7 +108,7 @@ describe('holt_winters_add', () => {
   });
 });
 
-describe('P90 band', () => {
+describe('P10–P90 band', () => {
   it('is the 90th percentile of in-sample errors per horizon, never below the point', () => {
     expect(quantileSorted([0, 10], 0.9)).toBe(9);
     const band = new ResidualBand(2);
@@ -118,7 +118,17 @@ describe('P90 band', () => {
     expect(Array.from(applyBand(Float64Array.from([1, 2, 3]), Float64Array.from([9, 0.5])))).toEqual([10, 2.5, 3.5]);
   });
 
-  it('every baseline reports P90 ≥ point', async () => {
+  it('the lower band is the 10th percentile of in-sample errors, never above the point, clipped at 0', () => {
+    const band = new ResidualBand(2);
+    for (let i = 0; i <= 10; i++) band.add([i, -i], [0, 0]);
+    // Errors h=1: 0..10 → P10 1, lowered to 0; h=2: −10..0 → −9.
+    const { upper, lower } = band.bands();
+    expect(Array.from(upper)).toEqual([9, 0]);
+    expect(Array.from(lower)).toEqual([0, -9]);
+    expect(Array.from(applyBands(Float64Array.from([5, 5, 20]), { upper, lower }).p10)).toEqual([5, 0, 11]);
+  });
+
+  it('every baseline reports P10 ≤ point ≤ P90, a band with width', async () => {
     const y = Array.from({ length: 200 }, (_, t) => 20 + 10 * Math.sin(t / 3) + (t % 7));
     for (const name of ['seasonal_naive', 'last_value', 'holt_winters_add']) {
       const f = createBaseline(name);
@@ -126,6 +136,8 @@ describe('P90 band', () => {
       const [fc] = await f.forecast([viewAt(series(y), 170)], 12);
       for (let h = 0; h < 12; h++) expect(fc!.p90[h]).toBeGreaterThanOrEqual(fc!.point[h]!);
       expect(fc!.p90.some((v, h) => v > fc!.point[h]!)).toBe(true);
+      for (let h = 0; h < 12; h++) expect(fc!.p10![h]).toBeLessThanOrEqual(fc!.point[h]!);
+      expect(fc!.p10!.some((v, h) => v < fc!.point[h]!)).toBe(true);
     }
   });
 

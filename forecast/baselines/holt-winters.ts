@@ -13,7 +13,7 @@
  */
 import type { FitOptions, FitReport, Forecast, Forecaster, SeriesView } from '../forecaster.ts';
 import { nelderMead } from './nelder-mead.ts';
-import { applyBand, firstResidualOrigin, ResidualBand } from './residual-band.ts';
+import { applyBands, firstResidualOrigin, ResidualBand, type BandOffsets } from './residual-band.ts';
 import { checkFitOptions, checkView, notFitted, requirePositiveInteger } from './validate.ts';
 
 /** Days averaged for the initial seasonal indices (at most). */
@@ -120,7 +120,7 @@ export class HoltWintersForecaster implements Forecaster {
   readonly name = 'holt_winters_add';
   private season = 0;
   private params: HoltWintersParams | null = null;
-  private band: Float64Array | null = null;
+  private band: BandOffsets | null = null;
   private cache: FilterCache | null = null;
 
   /** The fitted parameters (null before fit). */
@@ -160,12 +160,12 @@ export class HoltWintersForecaster implements Forecaster {
     return {
       trainMs: performance.now() - t0,
       backend: 'js',
-      details: { ...best, sse: bestSse, gridSse, nelderMeadIterations: nm.iterations, nelderMeadConverged: nm.converged, p90Offsets: Array.from(this.band) },
+      details: { ...best, sse: bestSse, gridSse, nelderMeadIterations: nm.iterations, nelderMeadConverged: nm.converged, p90Offsets: Array.from(this.band.upper), p10Offsets: Array.from(this.band.lower) },
     };
   }
 
   /** In-sample h-step errors at every training origin t ∈ [m, n_train − H], filter run once. */
-  private measureBand(y: Float64Array, horizon: number): Float64Array {
+  private measureBand(y: Float64Array, horizon: number): BandOffsets {
     const m = this.season;
     const p = this.params as HoltWintersParams;
     const band = new ResidualBand(horizon);
@@ -177,7 +177,7 @@ export class HoltWintersForecaster implements Forecaster {
       holtWintersPoint(state, m, point);
       band.add(y.subarray(t, t + horizon), point);
     }
-    return band.offsets();
+    return band.bands();
   }
 
   /**
@@ -205,7 +205,7 @@ export class HoltWintersForecaster implements Forecaster {
       runFilter(state, v, v.length, p, m);
       const point = new Float64Array(horizon);
       holtWintersPoint(state, m, point);
-      return { point, p90: applyBand(point, band) };
+      return { point, ...applyBands(point, band) };
     });
   }
 }

@@ -21,7 +21,7 @@ export {
   type HoltWintersState,
 } from './holt-winters.ts';
 export { nelderMead, NELDER_MEAD_ITERATIONS_MAX, type NelderMeadOptions, type NelderMeadResult } from './nelder-mead.ts';
-export { applyBand, BAND_QUANTILE, quantileSorted, ResidualBand, RESIDUAL_ORIGINS_MAX } from './residual-band.ts';
+export { applyBand, applyBands, BAND_QUANTILE, LOWER_BAND_QUANTILE, quantileSorted, ResidualBand, RESIDUAL_ORIGINS_MAX, type BandOffsets } from './residual-band.ts';
 
 /** The baselines' names, in report order. */
 export const BASELINE_NAMES = ['seasonal_naive', 'holt_winters_add', 'last_value'] as const;

@@ -1,12 +1,12 @@
 /** `last_value` (PROTOCOL.md §7): ŷ_o[h] = y[o−1] for every h. P90 adds the in-sample error band. */
 import type { FitOptions, FitReport, Forecast, Forecaster, SeriesView } from '../forecaster.ts';
-import { applyBand, firstResidualOrigin, ResidualBand } from './residual-band.ts';
+import { applyBands, firstResidualOrigin, ResidualBand, type BandOffsets } from './residual-band.ts';
 import { checkFitOptions, checkView, notFitted, requirePositiveInteger } from './validate.ts';
 
 /** The persistence forecaster: the last observed value, flat over the horizon. */
 export class LastValueForecaster implements Forecaster {
   readonly name = 'last_value';
-  private band: Float64Array | null = null;
+  private band: BandOffsets | null = null;
 
   /** Measures the P90 band on the training part (there is nothing else to fit). */
   async fit(train: SeriesView, options: FitOptions): Promise<FitReport> {
@@ -21,8 +21,8 @@ export class LastValueForecaster implements Forecaster {
       point.fill(Math.max(0, train.values[t - 1] as number));
       band.add(train.values.subarray(t, t + horizon), point);
     }
-    this.band = band.offsets();
-    return { trainMs: performance.now() - t0, backend: 'js', details: { p90Offsets: Array.from(this.band) } };
+    this.band = band.bands();
+    return { trainMs: performance.now() - t0, backend: 'js', details: { p90Offsets: Array.from(this.band.upper), p10Offsets: Array.from(this.band.lower) } };
   }
 
   /** One forecast per view: its last value repeated `horizon` times. */
@@ -33,7 +33,7 @@ export class LastValueForecaster implements Forecaster {
     return views.map((view) => {
       checkView(view, 1, this.name, 'one value of history');
       const point = new Float64Array(horizon).fill(Math.max(0, view.values[view.origin - 1] as number));
-      return { point, p90: applyBand(point, band) };
+      return { point, ...applyBands(point, band) };
     });
   }
 }

@@ -1,14 +1,24 @@
 /**
- * The P90 band of the baselines: the 90th percentile of their in-sample h-step errors
+ * The P10–P90 band of the baselines: the 10th and 90th percentiles of their in-sample h-step errors
  * (actual − forecast) per horizon, measured at fit time on the training part only, added to the
- * point forecast. It gives the planner an upper band from every model, not just the LSTM.
+ * point forecast. It gives the planner an upper band (what it provisions for) and the dashboard a
+ * lower one from every model, not just the LSTM.
  */
 
 /** At most this many in-sample origins feed the band (the latest ones): bounds memory and time. */
 export const RESIDUAL_ORIGINS_MAX = 20_000;
 
-/** The quantile the band reports. */
+/** The quantile the upper band reports. */
 export const BAND_QUANTILE = 0.9;
+
+/** The quantile the lower band reports. */
+export const LOWER_BAND_QUANTILE = 0.1;
+
+/** The offsets added to the point forecast per horizon: upper (≥ 0) and lower (≤ 0). */
+export interface BandOffsets {
+  readonly upper: Float64Array;
+  readonly lower: Float64Array;
+}
 
 /** The quantile `p` of sorted values, interpolated linearly between order statistics (R type 7). */
 export function quantileSorted(sorted: ArrayLike<number>, p: number): number {
@@ -44,25 +54,38 @@ export class ResidualBand {
   }
 
   /**
-   * The offset added to the point forecast at each horizon: the error quantile, but never below 0,
-   * because the band is an upper band (a model biased high does not get a P90 under its point).
-   * With no in-sample origin at all, the offsets are 0 and P90 is the point forecast.
+   * The offsets added to the point forecast at each horizon: the error quantiles, the upper never
+   * below 0 and the lower never above 0, because the band brackets the point (a model biased high
+   * does not get a P90 under its point, nor one biased low a P10 over it). With no in-sample origin
+   * at all, the offsets are 0 and both bands are the point forecast.
    */
-  offsets(): Float64Array {
-    const out = new Float64Array(this.horizon);
-    if (this.count === 0) return out;
+  bands(): BandOffsets {
+    const upper = new Float64Array(this.horizon);
+    const lower = new Float64Array(this.horizon);
+    if (this.count === 0) return { upper, lower };
     for (let h = 0; h < this.horizon; h++) {
       const sorted = this.errors[h]!.slice(0, this.count).sort();
-      out[h] = Math.max(0, quantileSorted(sorted, BAND_QUANTILE));
+      upper[h] = Math.max(0, quantileSorted(sorted, BAND_QUANTILE));
+      lower[h] = Math.min(0, quantileSorted(sorted, LOWER_BAND_QUANTILE));
     }
-    return out;
+    return { upper, lower };
+  }
+
+  /** The upper offsets alone (P90 − point per horizon). */
+  offsets(): Float64Array {
+    return this.bands().upper;
   }
 }
 
-/** P90 = max(0, point + offset[h]); horizons past the fitted ones reuse the last offset. */
+/** Band = max(0, point + offset[h]); horizons past the fitted ones reuse the last offset. */
 export function applyBand(point: Float64Array, offsets: Float64Array): Float64Array {
   const out = new Float64Array(point.length);
   const last = offsets.length > 0 ? (offsets[offsets.length - 1] as number) : 0;
   for (let h = 0; h < point.length; h++) out[h] = Math.max(0, (point[h] as number) + (h < offsets.length ? (offsets[h] as number) : last));
   return out;
+}
+
+/** Both bands of a point forecast: `{ p90, p10 }` to spread into a `Forecast`. */
+export function applyBands(point: Float64Array, bands: BandOffsets): { p90: Float64Array; p10: Float64Array } {
+  return { p90: applyBand(point, bands.upper), p10: applyBand(point, bands.lower) };
 }

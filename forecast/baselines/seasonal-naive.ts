@@ -3,7 +3,7 @@
  * index before o; for H ≤ m that is the value one day earlier. P90 adds the in-sample error band.
  */
 import type { FitOptions, FitReport, Forecast, Forecaster, SeriesView } from '../forecaster.ts';
-import { applyBand, firstResidualOrigin, ResidualBand } from './residual-band.ts';
+import { applyBands, firstResidualOrigin, ResidualBand, type BandOffsets } from './residual-band.ts';
 import { checkFitOptions, checkView, notFitted, requirePositiveInteger } from './validate.ts';
 
 /** Writes the seasonal-naive forecast at `origin` from `values` (at least `season` values before it) into `out`. */
@@ -19,7 +19,7 @@ export function seasonalNaivePoint(values: ArrayLike<number>, origin: number, se
 export class SeasonalNaiveForecaster implements Forecaster {
   readonly name = 'seasonal_naive';
   private season = 0;
-  private band: Float64Array | null = null;
+  private band: BandOffsets | null = null;
 
   /** Records the season and measures the P90 band on the training part. */
   async fit(train: SeriesView, options: FitOptions): Promise<FitReport> {
@@ -35,8 +35,8 @@ export class SeasonalNaiveForecaster implements Forecaster {
       band.add(train.values.subarray(t, t + horizon), point);
     }
     this.season = season;
-    this.band = band.offsets();
-    return { trainMs: performance.now() - t0, backend: 'js', details: { season, p90Offsets: Array.from(this.band) } };
+    this.band = band.bands();
+    return { trainMs: performance.now() - t0, backend: 'js', details: { season, p90Offsets: Array.from(this.band.upper), p10Offsets: Array.from(this.band.lower) } };
   }
 
   /** One forecast per view: the values one season (day) before each step. */
@@ -50,7 +50,7 @@ export class SeasonalNaiveForecaster implements Forecaster {
       checkView(view, need, this.name, 'one season of history');
       const point = new Float64Array(horizon);
       seasonalNaivePoint(view.values, view.origin, this.season, point);
-      return { point, p90: applyBand(point, band) };
+      return { point, ...applyBands(point, band) };
     });
   }
 }

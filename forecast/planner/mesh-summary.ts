@@ -1,6 +1,6 @@
 /**
  * The planner's report as the mesh carries it (`region/<name>`'s `forecast` slot), and back: every
- * region publishes the next hour's P50/P90 and its plan, so that when a region dies the regions
+ * region publishes the next hour's P50, its P10–P90 band and its plan, so that when a region dies the regions
  * taking its traffic can add its expected traffic to their own plans (failover awareness).
  * Entries come from other processes, so what is read is checked, never trusted.
  */
@@ -22,10 +22,12 @@ export function summarizeForMesh(report: { step: number; forecast: readonly Capa
   const perPoint = Math.ceil(within.length / FORECAST_SUMMARY_POINTS_MAX);
   const p50: number[] = [];
   const p90: number[] = [];
+  const p10: number[] = [];
   for (let i = 0; i < within.length; i += perPoint) {
     const group = within.slice(i, i + perPoint);
     p50.push(round(group.reduce((n, f) => n + f.p50, 0) / group.length));
     p90.push(round(Math.max(...group.map((f) => f.p90))));
+    p10.push(round(Math.min(...group.map((f) => f.p10))));
   }
   let broker = 0;
   let gateway = 0;
@@ -35,7 +37,7 @@ export function summarizeForMesh(report: { step: number; forecast: readonly Capa
     gateway = Math.max(gateway, p.instances.gateway);
     ceilingPerSec = Math.max(ceilingPerSec, Number.isFinite(p.ceilingPerSec) ? p.ceilingPerSec : 0);
   }
-  return { kind: 'forecast', generatedAtMs: nowMs, t0: first.t, pointMs: perPoint * stepMs, p50, p90, plan: { broker, gateway, ceilingPerSec: round(ceilingPerSec) }, method: report.model.method, mode: report.model.mode };
+  return { kind: 'forecast', generatedAtMs: nowMs, t0: first.t, pointMs: perPoint * stepMs, p50, p90, p10, plan: { broker, gateway, ceilingPerSec: round(ceilingPerSec) }, method: report.model.method, mode: report.model.mode };
 }
 
 const finiteNonNegative = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x) && x >= 0;
@@ -45,15 +47,17 @@ export function parseForecastSummary(value: unknown): Extract<ForecastSummary, {
   if (typeof value !== 'object' || value === null) return null;
   const v = value as Record<string, unknown>;
   if (v['kind'] !== 'forecast') return null;
-  const { t0, pointMs, p50, p90, plan, generatedAtMs, method, mode } = v;
+  const { t0, pointMs, p50, p90, p10, plan, generatedAtMs, method, mode } = v;
   if (!finiteNonNegative(t0) || !finiteNonNegative(generatedAtMs) || !finiteNonNegative(pointMs) || pointMs <= 0) return null;
   if (!Array.isArray(p50) || !Array.isArray(p90) || p50.length !== p90.length || p50.length === 0 || p50.length > FORECAST_SUMMARY_POINTS_MAX) return null;
   if (!p50.every(finiteNonNegative) || !p90.every(finiteNonNegative)) return null;
+  // A peer from before the lower band publishes none: its band then starts at its P50.
+  if (p10 !== undefined && (!Array.isArray(p10) || p10.length !== p50.length || !p10.every(finiteNonNegative))) return null;
   if (typeof plan !== 'object' || plan === null) return null;
   const pl = plan as Record<string, unknown>;
   if (!finiteNonNegative(pl['broker']) || !finiteNonNegative(pl['gateway']) || !finiteNonNegative(pl['ceilingPerSec'])) return null;
   if (typeof method !== 'string' || (mode !== 'predictive' && mode !== 'reactive')) return null;
-  return { kind: 'forecast', t0, pointMs, p50: p50 as number[], p90: p90 as number[], plan: { broker: pl['broker'] as number, gateway: pl['gateway'] as number, ceilingPerSec: pl['ceilingPerSec'] as number }, generatedAtMs, method, mode };
+  return { kind: 'forecast', t0, pointMs, p50: p50 as number[], p90: p90 as number[], p10: p10 === undefined ? [...(p50 as number[])] : (p10 as number[]), plan: { broker: pl['broker'] as number, gateway: pl['gateway'] as number, ceilingPerSec: pl['ceilingPerSec'] as number }, generatedAtMs, method, mode };
 }
 
 /**
@@ -72,7 +76,7 @@ export function expandSummary(summary: Extract<ForecastSummary, { kind: 'forecas
   // Bounded: at most EXPAND_STEPS_MAX steps, or the summary's span (an hour of steps at most).
   for (let t = start; t < stop && out.length < EXPAND_STEPS_MAX; t += stepMs) {
     const i = Math.min(last, Math.max(0, Math.floor((t - summary.t0) / summary.pointMs)));
-    out.push({ t, p50: summary.p50[i]! * share, p90: summary.p90[i]! * share });
+    out.push({ t, p50: summary.p50[i]! * share, p90: summary.p90[i]! * share, p10: summary.p10[i]! * share });
   }
   return out;
 }

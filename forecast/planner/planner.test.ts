@@ -44,7 +44,7 @@ class Scripted implements Forecaster {
     return views.map((v) => {
       this.seen.push({ origin: v.origin, length: v.values.length });
       const point = Float64Array.from({ length: H }, (_, h) => this.f(v, h));
-      return { point, p90: point.map((x) => 1.2 * x) };
+      return { point, p90: point.map((x) => 1.2 * x), p10: point.map((x) => 0.7 * x) };
     });
   }
 }
@@ -136,7 +136,7 @@ describe('the plan', () => {
     expect(entry.instances.gateway).toBe(4); // ⌈540/40⌉ = 14, cut to the max
     expect(entry.ceilingPerSec).toBeCloseTo(p90 * 1.5, 9);
     expect(r.forecast).toHaveLength(horizon);
-    expect(r.forecast[0]).toEqual({ t: r.current, p50: 100, p90: 120 });
+    expect(r.forecast[0]).toEqual({ t: r.current, p50: 100, p90: 120, p10: 70 });
     // No decision yet for the current step (taken before the planner ran): the reactive rule, no ceiling.
     expect(p.ceilingPerSec()).toBe(Infinity);
     expect(p.desired().broker).toBe(Math.max(3, Math.ceil((h.steps.at(-1)!.records * 1.5) / 10)));
@@ -152,12 +152,12 @@ describe('the plan', () => {
   });
 
   it('adds a dead region’s forecast, matched by t, to the plan (not to its own forecast)', async () => {
-    let dead: { t: number; p50: number; p90: number }[] = [];
+    let dead: { t: number; p50: number; p90: number; p10: number }[] = [];
     const h = new History();
     const { p } = await selected(h, new Scripted(() => 100), { extraDemand: () => [{ region: 'eu-west', forecast: dead }] });
     const base = p.report().plan.at(-1)!;
     const current = p.report().current!;
-    dead = Array.from({ length: horizon }, (_, k) => ({ t: current + k * stepMs, p50: 200, p90: 300 }));
+    dead = Array.from({ length: horizon }, (_, k) => ({ t: current + k * stepMs, p50: 200, p90: 300, p10: 150 }));
     await p.step();
     const r = p.report();
     const entry = r.plan.at(-1)!;
@@ -165,7 +165,7 @@ describe('the plan', () => {
     expect(entry.ceilingPerSec).toBeCloseTo(120 + 300, 9);
     expect(entry.instances.broker).toBe(instancesFor(420, { perInstance: 10, headroom: 0 }));
     expect(r.forecast[lead]!.p90).toBeCloseTo(120, 9);
-    expect(r.extra[lead]).toEqual({ t: entry.t, p50: 200, p90: 300 });
+    expect(r.extra[lead]).toEqual({ t: entry.t, p50: 200, p90: 300, p10: 150 });
   });
 });
 

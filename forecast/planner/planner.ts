@@ -8,7 +8,7 @@
  * the ModelFactory (by default in a worker thread) and is never awaited by a step.
  */
 import { silentLogger, systemClock, type Clock, type Logger, type TimerHandle } from '../../src/core/index.ts';
-import type { Forecaster } from '../forecaster.ts';
+import type { Forecast, Forecaster } from '../forecaster.ts';
 import { seasonalNaiveScale } from '../metrics.ts';
 import { AccuracyWatch, accuracyWindowFor } from './accuracy-watch.ts';
 import { candidatesFor, fitColdStart, phaseFor, selectionMinSteps, type ColdStartMethod, type ModelFactory, type ModelPhase, type Selected } from './model-choice.ts';
@@ -16,6 +16,13 @@ import { instancesFor } from './plan-arithmetic.ts';
 import { HORIZON_STEPS_MAX, resolvePlannerOptions, type ComponentCounts, type PlannerOptions, type ResolvedPlannerOptions } from './planner-options.ts';
 import { workerModelFactory } from './retrain-client.ts';
 import type { CapacityForecastPoint, CapacityModel, CapacityPlanPoint, PlannerMode } from './types.ts';
+
+/** A forecast cleaned for the plan: H finite steps with P10 ≤ point ≤ P90. */
+interface Banded {
+  readonly point: Float64Array;
+  readonly p90: Float64Array;
+  readonly p10: Float64Array;
+}
 
 /** The limiter's own minimum rate (records/s): a ceiling below it would be ignored anyway. */
 export const LIMITER_CEILING_MIN = 10;
@@ -256,7 +263,7 @@ export class Planner {
 
     const extra = this.extraFor(current);
     const forecast: CapacityForecastPoint[] = [];
-    for (let h = 0; h < horizon; h++) forecast.push({ t: current + h * stepMs, p50: f.point[h]!, p90: f.p90[h]! });
+    for (let h = 0; h < horizon; h++) forecast.push({ t: current + h * stepMs, p50: f.point[h]!, p90: f.p90[h]!, p10: f.p10[h]! });
     // The plan used the model's own P50 for the step L ahead: that is what the watch scores.
     const target = current + leadSteps * stepMs;
     this.watch.expect(target, f.point[leadSteps]!);
@@ -338,15 +345,18 @@ export class Planner {
   }
 
   /** The model's forecast from the whole history; a model that fails falls back to the cold-start one. */
-  private async forecastNow(phase: ModelPhase, values: Float64Array, timestamps: Float64Array): Promise<{ point: Float64Array; p90: Float64Array }> {
+  private async forecastNow(phase: ModelPhase, values: Float64Array, timestamps: Float64Array): Promise<Banded> {
     const { horizon } = this.cfg;
     const n = values.length;
     const view = { origin: n, values, timestamps };
-    const clean = (f: { point: Float64Array; p90: Float64Array } | undefined): { point: Float64Array; p90: Float64Array } | null => {
+    const clean = (f: Forecast | undefined): Banded | null => {
       if (f === undefined || f.point.length < horizon || f.p90.length < horizon) return null;
       const point = Float64Array.from(f.point.subarray(0, horizon), finiteOr0);
       const p90 = Float64Array.from(f.p90.subarray(0, horizon), (v, h) => Math.max(point[h]!, finiteOr0(v)));
-      return point.every(Number.isFinite) ? { point, p90 } : null;
+      // The band brackets the point: a model with no lower band (or a short one) gets the point.
+      const lower = f.p10 !== undefined && f.p10.length >= horizon ? f.p10 : point;
+      const p10 = Float64Array.from(lower.subarray(0, horizon), (v, h) => Math.min(point[h]!, Math.max(0, Number.isFinite(v) ? v : point[h]!)));
+      return point.every(Number.isFinite) ? { point, p90, p10 } : null;
     };
     const model = this.model!;
     try {
@@ -431,6 +441,7 @@ export class Planner {
     const { stepMs, horizon } = this.cfg;
     const p50 = new Float64Array(horizon);
     const p90 = new Float64Array(horizon);
+    const p10 = new Float64Array(horizon);
     for (const r of regions.slice(0, EXTRA_REGIONS_MAX)) {
       // Bounded: a region's points beyond the window's H steps match nothing and are skipped.
       for (const p of r.forecast.slice(0, EXTRA_POINTS_MAX)) {
@@ -438,8 +449,9 @@ export class Planner {
         if (!Number.isInteger(h) || h < 0 || h >= horizon) continue;
         p50[h] = p50[h]! + finiteOr0(p.p50);
         p90[h] = p90[h]! + Math.max(finiteOr0(p.p50), finiteOr0(p.p90));
+        p10[h] = p10[h]! + Math.min(finiteOr0(p.p50), finiteOr0(p.p10));
       }
     }
-    return Array.from({ length: horizon }, (_, h) => ({ t: current + h * stepMs, p50: p50[h]!, p90: p90[h]! }));
+    return Array.from({ length: horizon }, (_, h) => ({ t: current + h * stepMs, p50: p50[h]!, p90: p90[h]!, p10: p10[h]! }));
   }
 }

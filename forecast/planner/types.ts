@@ -24,6 +24,8 @@ export interface CapacityForecastPoint {
   readonly t: number;
   readonly p50: number;
   readonly p90: number;
+  /** The lower band (P10); the P50 when the model has none. */
+  readonly p10: number;
 }
 
 /** One plan step of the report: what is wanted for [t, t + step), decided at t − lead. */
@@ -71,6 +73,7 @@ export interface PlannerGauges {
   /** The forecast for the step being decided now (now + lead), by quantile. */
   readonly p50: number;
   readonly p90: number;
+  readonly p10: number;
   /** Instances to have ready at now + lead (start them now: they take the lead to be ready). */
   readonly desired: { readonly broker: number; readonly gateway: number };
   readonly mode: PlannerMode;

@@ -25,8 +25,9 @@ export interface RegionLoad {
 
 /**
  * The region's forecast and plan as the planner publishes them (forecast/planner/mesh-summary.ts
- * builds and checks it): the next hour's P50/P90 in at most FORECAST_SUMMARY_POINTS_MAX points of
- * `pointMs` each from `t0` (each point's P50 is the mean of its steps, its P90 the largest), and
+ * builds and checks it): the next hour's P50 and P10–P90 band in at most FORECAST_SUMMARY_POINTS_MAX
+ * points of `pointMs` each from `t0` (each point's P50 is the mean of its steps, its P90 the largest,
+ * its P10 the smallest), and
  * the most the plan wants over them. Compact on purpose: the whole region entry must fit the
  * mesh's bound on a state value (1 KiB). `{kind: 'none'}` while the region has no forecast.
  */
@@ -40,6 +41,8 @@ export type ForecastSummary =
       pointMs: number;
       p50: number[];
       p90: number[];
+      /** Read as the P50 from a peer that publishes no lower band. */
+      p10: number[];
       plan: { broker: number; gateway: number; ceilingPerSec: number };
       method: string;
       mode: 'predictive' | 'reactive';

@@ -58,7 +58,7 @@ describe('region publisher', () => {
   it('publishes the forecast slot it is given, and leaves it out rather than pass the mesh value bound', async () => {
     const clock = new FakeClock();
     const member = new FakeMesh(clock).member('eu-west');
-    const forecast = { kind: 'forecast' as const, generatedAtMs: 1, t0: 60_000, pointMs: 60_000, p50: [10, 20], p90: [15, 30], plan: { broker: 1, gateway: 1, ceilingPerSec: 30 }, method: 'seasonal_naive', mode: 'predictive' as const };
+    const forecast = { kind: 'forecast' as const, generatedAtMs: 1, t0: 60_000, pointMs: 60_000, p50: [10, 20], p90: [15, 30], p10: [5, 12], plan: { broker: 1, gateway: 1, ceilingPerSec: 30 }, method: 'seasonal_naive', mode: 'predictive' as const };
     let brokers = ['127.0.0.1:9102'];
     const pub = new RegionPublisher(member, { health: async () => HEALTHY, ingressTotals: () => ({ records: 0, bytes: 0 }), forecast: () => forecast, gateways: ['http://127.0.0.1:8081'], get brokers() { return brokers; } }, { clock });
     expect((await pub.publish()).forecast).toEqual(forecast);

@@ -119,6 +119,7 @@ export function startGatewayPlanner(o: GatewayPlannerOptions): GatewayPlannerHan
       return {
         p50: (f?.p50 ?? 0) + (extra?.p50 ?? 0),
         p90: (f?.p90 ?? 0) + (extra?.p90 ?? 0),
+        p10: (f?.p10 ?? 0) + (extra?.p10 ?? 0),
         desired: p?.instances ?? planner.desired(),
         mode: r.model.mode,
         liveMase: r.model.liveMase,

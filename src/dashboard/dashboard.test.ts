@@ -29,7 +29,7 @@ function report(nowMs: number, ingress: number, p50: (t: number) => number): Cap
     region: 'us-east',
     step,
     now: { ingressPerSec: ingress, capacityPerSec: 500 },
-    forecast: Array.from({ length: 10 }, (_, i) => ({ t: first + i * step, p50: p50(first + i * step), p90: p50(first + i * step) * 1.5 })),
+    forecast: Array.from({ length: 10 }, (_, i) => ({ t: first + i * step, p50: p50(first + i * step), p90: p50(first + i * step) * 1.5, p10: p50(first + i * step) * 0.6 })),
     plan: Array.from({ length: 10 }, (_, i) => ({ t: first + i * step, instances: { broker: 3, gateway: 1 }, ceilingPerSec: 900 })),
     model: { method: 'seasonal-naive', trainedAt: null, backtestMase: null, liveMase: null, mode: 'predictive' },
   } as unknown as CapacityReport;
@@ -44,7 +44,7 @@ function mesh(ingress: number): MeshView {
         region: 'eu-west',
         health: { cellReady: true, brokersAlive: 1, brokersTotal: 1, underReplicatedPartitions: 0 },
         load: { ingressRecordsPerSec: ingress, ingressBytesPerSec: 0, capacityRecordsPerSec: 300, headroomRecordsPerSec: null },
-        forecast: { kind: 'forecast', generatedAtMs: T0, t0: T0, pointMs: 300_000, p50: [40, 50], p90: [60, 70], plan: { broker: 2, gateway: 1, ceilingPerSec: 700 }, method: 'lstm', mode: 'reactive' },
+        forecast: { kind: 'forecast', generatedAtMs: T0, t0: T0, pointMs: 300_000, p50: [40, 50], p90: [60, 70], p10: [30, 45], plan: { broker: 2, gateway: 1, ceilingPerSec: 700 }, method: 'lstm', mode: 'reactive' },
         version: 1,
         updatedAt: T0,
       },
@@ -80,12 +80,14 @@ describe('DashboardSampler', () => {
     expect(us.ingress).toEqual([100, 120, 120]);
     expect(us.p50).toEqual([null, 100, 999]); // (T0+1 s − T0)/10 from the first forecast, then the second
     expect(us.p90).toEqual([null, 150, 1498.5]);
+    expect(us.p10).toEqual([null, 60, 599.4]);
     expect(us.capacity).toEqual([500, 500, 500]);
     expect(us.ceiling).toEqual([900, 900, 900]);
     expect(us.brokers).toEqual([3, 3, 3]);
     const eu = h.regions['eu-west']!;
     expect(eu.ingress).toEqual([20, 30, 30]);
     expect(eu.p50).toEqual([null, 40, 40]);
+    expect(eu.p10).toEqual([null, 30, 30]);
     expect(eu.capacity).toEqual([300, 300, 300]);
     expect(eu.ceiling).toEqual([700, 700, 700]);
     const now = s.now();

@@ -26,10 +26,11 @@ export interface SamplerSources {
   readonly limiter?: (() => LimiterView | null) | undefined;
 }
 
-/** One forecast point as the page draws the future part: start of the step, P50, P90. */
+/** One forecast point as the page draws the future part: start of the step, P50 and the P10–P90 band. */
 export interface ForecastPoint {
   t: number;
   p50: number;
+  p10: number;
   p90: number;
 }
 
@@ -66,6 +67,7 @@ interface EntryForecast {
   pointMs?: unknown;
   p50?: unknown;
   p90?: unknown;
+  p10?: unknown;
   plan?: { broker?: unknown; gateway?: unknown; ceilingPerSec?: unknown };
   method?: unknown;
   mode?: unknown;
@@ -144,12 +146,12 @@ export class DashboardSampler {
       const health = (entry?.health ?? null) as RegionNow['health'];
       let forecast: ForecastPoint[];
       let stepMs: number;
-      const point: SeriesPoint = { t, ingress: NaN, capacity: NaN, ceiling: NaN, p50: NaN, p90: NaN, brokers: NaN, gateways: NaN };
+      const point: SeriesPoint = { t, ingress: NaN, capacity: NaN, ceiling: NaN, p50: NaN, p10: NaN, p90: NaN, brokers: NaN, gateways: NaN };
       let mode: RegionNow['mode'] = null;
       let method: string | null = null;
       if (name === own && report) {
         stepMs = report.step;
-        forecast = report.forecast.map((f) => ({ t: f.t, p50: f.p50, p90: f.p90 }));
+        forecast = report.forecast.map((f) => ({ t: f.t, p50: f.p50, p10: f.p10, p90: f.p90 }));
         point.ingress = report.now.ingressPerSec;
         point.capacity = num(limiter?.capacityPerSec ?? report.now.capacityPerSec);
         const plan = report.plan.find((p) => p.t <= t && t < p.t + report.step) ?? null;
@@ -163,7 +165,9 @@ export class DashboardSampler {
         const t0 = num(summary?.t0);
         const p50 = Array.isArray(summary?.p50) ? (summary.p50 as unknown[]) : [];
         const p90 = Array.isArray(summary?.p90) ? (summary.p90 as unknown[]) : [];
-        forecast = Number.isFinite(t0) ? p50.map((v, i) => ({ t: t0 + i * stepMs, p50: num(v), p90: num(p90[i]) })) : [];
+        // A peer from before the lower band publishes none: its band starts at its P50.
+        const p10 = Array.isArray(summary?.p10) ? (summary.p10 as unknown[]) : p50;
+        forecast = Number.isFinite(t0) ? p50.map((v, i) => ({ t: t0 + i * stepMs, p50: num(v), p10: num(p10[i]), p90: num(p90[i]) })) : [];
         point.ingress = num(load.ingressRecordsPerSec);
         point.capacity = num(name === own ? (limiter?.capacityPerSec ?? load.capacityRecordsPerSec) : load.capacityRecordsPerSec);
         point.ceiling = num(summary?.plan?.ceilingPerSec);
@@ -175,6 +179,7 @@ export class DashboardSampler {
       // The past forecast: what stood for this second before it came.
       const before = lookup(s.forecast, t, stepMs);
       point.p50 = before?.p50 ?? NaN;
+      point.p10 = before?.p10 ?? NaN;
       point.p90 = before?.p90 ?? NaN;
       s.forecast = forecast.filter((f) => f.t + stepMs > t);
       this.push(s, point);

@@ -5,7 +5,7 @@
  */
 
 /** The fields of one point of a region's capacity series. */
-export const SERIES_FIELDS = ['ingress', 'capacity', 'ceiling', 'p50', 'p90', 'brokers', 'gateways'] as const;
+export const SERIES_FIELDS = ['ingress', 'capacity', 'ceiling', 'p50', 'p10', 'p90', 'brokers', 'gateways'] as const;
 export type SeriesField = (typeof SERIES_FIELDS)[number];
 export type SeriesPoint = { t: number } & Record<SeriesField, number>;
 

@@ -10,7 +10,7 @@ import type { CapacitySource } from './capacity-route.ts';
 type SummaryObject = Awaited<ReturnType<Summary['get']>>;
 
 /**
- * `edgeq_planner_forecast_records_per_second{quantile="0.5"|"0.9"}`: the forecast of the step
+ * `edgeq_planner_forecast_records_per_second{quantile="0.1"|"0.5"|"0.9"}`: the forecast of the step
  * decided now, as the quantiles of its distribution. Exposed as a summary, not a gauge: Prometheus
  * keeps the `quantile` label for summaries (promtool refuses it on a gauge), and these are
  * quantiles of a distribution, the forecast's. There is no `_sum`/`_count`: nothing is observed
@@ -21,12 +21,13 @@ class ForecastQuantiles extends Summary {
     private readonly source: CapacitySource,
     registers: Registry[],
   ) {
-    super({ name: 'edgeq_planner_forecast_records_per_second', help: 'Forecast ingress of the region (records/s) for the step decided now (a lead time ahead), by quantile of the forecast.', percentiles: [0.5, 0.9], registers });
+    super({ name: 'edgeq_planner_forecast_records_per_second', help: 'Forecast ingress of the region (records/s) for the step decided now (a lead time ahead), by quantile of the forecast.', percentiles: [0.1, 0.5, 0.9], registers });
   }
 
   override async get(): Promise<SummaryObject> {
     const g = this.source.gauges();
     const values: SummaryObject['values'] = [
+      { labels: { quantile: 0.1 }, value: g.p10 },
       { labels: { quantile: 0.5 }, value: g.p50 },
       { labels: { quantile: 0.9 }, value: g.p90 },
     ];

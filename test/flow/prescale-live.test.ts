@@ -147,6 +147,7 @@ describe('forecast pre-scaling, live (1 region, 1 s step)', () => {
 
     // The gauges an autoscaler scrapes.
     const metrics = await (await fetch(`${gw}/metrics`)).text();
+    expect(metrics).toMatch(/^edgeq_planner_forecast_records_per_second\{quantile="0\.1"\} \d/m);
     expect(metrics).toMatch(/^edgeq_planner_forecast_records_per_second\{quantile="0\.5"\} \d/m);
     expect(metrics).toMatch(/^edgeq_planner_forecast_records_per_second\{quantile="0\.9"\} \d/m);
     expect(metrics).toMatch(/^edgeq_planner_desired_instances\{component="broker"\} [1-9]/m);

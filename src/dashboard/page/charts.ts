@@ -1,13 +1,13 @@
 /**
  * One capacity chart per region (uPlot): actual ingress, the forecast that stood for each second
- * (P50, and the band up to P90) kept under the actual and continued into the future, the
+ * (P50 and its P10–P90 band) kept under the actual and continued into the future, the
  * limiter's capacity and the planner's ceiling, all in records/s on one time axis, and the
  * planner's desired brokers as a step line on its own axis.
  */
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 
-export const FIELDS = ['ingress', 'p50', 'p90', 'capacity', 'ceiling', 'brokers'] as const;
+export const FIELDS = ['ingress', 'p50', 'p10', 'p90', 'capacity', 'ceiling', 'brokers'] as const;
 export type Field = (typeof FIELDS)[number];
 
 /** A region's points, times in ms. */
@@ -17,7 +17,7 @@ export interface RegionSeries {
 }
 
 export function emptySeries(): RegionSeries {
-  return { t: [], cols: { ingress: [], p50: [], p90: [], capacity: [], ceiling: [], brokers: [] } };
+  return { t: [], cols: { ingress: [], p50: [], p10: [], p90: [], capacity: [], ceiling: [], brokers: [] } };
 }
 
 /** Drops points older than `fromMs` (the series stay bounded by the range). */
@@ -52,26 +52,29 @@ export class CapacityChart {
         {},
         { label: 'ingress', stroke: '#88c0d0', width: 2 },
         { label: 'forecast P50', stroke: '#ebcb8b', width: 1, dash: [6, 4] },
+        { label: 'P10', stroke: 'rgba(235,203,139,0.6)', width: 1 },
         { label: 'P90', stroke: 'rgba(235,203,139,0.6)', width: 1 },
         { label: 'capacity', stroke: '#a3be8c', width: 1.5 },
         { label: 'ceiling', stroke: '#d08770', width: 1, dash: [2, 3] },
         { label: 'desired brokers', stroke: '#b48ead', width: 1, scale: 'n', paths: uPlot.paths.stepped!({ align: 1 }) },
       ],
-      bands: [{ series: [3, 2], fill: 'rgba(235,203,139,0.15)' }],
+      // The P10–P90 band: filled from the P90 (series 4) down to the P10 (series 3).
+      bands: [{ series: [4, 3], fill: 'rgba(235,203,139,0.15)' }],
     };
-    this.plot = new uPlot(opts, [[], [], [], [], [], [], []], host);
+    this.plot = new uPlot(opts, [[], [], [], [], [], [], [], []], host);
   }
 
   /** Draws `s` and, after its last point, the forecast ahead. */
-  draw(s: RegionSeries, ahead: readonly { t: number; p50: number; p90: number }[]): void {
+  draw(s: RegionSeries, ahead: readonly { t: number; p50: number; p10: number; p90: number }[]): void {
     const last = s.t.at(-1) ?? 0;
     const future = ahead.filter((f) => f.t > last);
     const x = [...s.t, ...future.map((f) => f.t)].map((t) => t / 1000);
-    const pad = <T>(col: T[], v: (f: { p50: number; p90: number }) => T | null) => [...col, ...future.map(v)];
+    const pad = <T>(col: T[], v: (f: { p50: number; p10: number; p90: number }) => T | null) => [...col, ...future.map(v)];
     const data: uPlot.AlignedData = [
       x,
       pad(s.cols.ingress, () => null),
       pad(s.cols.p50, (f) => f.p50),
+      pad(s.cols.p10, (f) => f.p10),
       pad(s.cols.p90, (f) => f.p90),
       pad(s.cols.capacity, () => null),
       pad(s.cols.ceiling, () => null),

@@ -164,7 +164,7 @@ function drawCharts(): void {
     const own = name === state.last?.region ? state.last.model : null;
     const p = now?.point;
     box.innerHTML = `<span>ingress <b data-figure="ingress">${rate(p?.ingress)}</b></span>
-      <span>forecast P50 ${rate(p?.p50)} · P90 ${rate(p?.p90)}</span>
+      <span>forecast P50 ${rate(p?.p50)} · P10–P90 ${rate(p?.p10)}–${rate(p?.p90)}</span>
       <span>capacity ${rate(p?.capacity)} · ceiling ${rate(p?.ceiling)}</span>
       <span>desired ${p?.brokers ?? '–'} brokers, ${p?.gateways ?? '–'} gateways</span>
       <span>model ${esc(own?.method ?? now?.method ?? 'none')} · <b class="${(own?.mode ?? now?.mode) === 'reactive' ? 'warn' : ''}">${esc(own?.mode ?? now?.mode ?? '–')}</b>${own ? ` · live MASE ${own.liveMase?.toFixed(2) ?? '–'} (backtest ${own.backtestMase?.toFixed(2) ?? '–'}, trained ${time(own.trainedAt)})` : ''}</span>

@@ -5,6 +5,7 @@ export interface Point {
   capacity: number | null;
   ceiling: number | null;
   p50: number | null;
+  p10: number | null;
   p90: number | null;
   brokers: number | null;
   gateways: number | null;
@@ -12,7 +13,7 @@ export interface Point {
 export interface RegionNow {
   region: string;
   point: Point | null;
-  forecast: { t: number; p50: number; p90: number }[];
+  forecast: { t: number; p50: number; p10: number; p90: number }[];
   mode: 'predictive' | 'reactive' | null;
   method: string | null;
   health: { cellReady: boolean; brokersAlive: number; brokersTotal: number; underReplicatedPartitions: number } | null;
@@ -38,7 +39,8 @@ export interface Snapshot {
     unreachable: number[];
   }> | null;
   mesh: {
-    members: { region: string; member: string; state: string; phi: number; lastHeardMs: number }[];
+    self: { region: string; member: string };
+    members: { region: string; member: string; state: string; phi: number; lastHeardMs: number; rttMs: number | null }[];
     replication: { origin: string; topic: string; partition: number; lagRecords: number; lagMs: number; stalled: boolean }[];
     exchange: { links: { source: string; healthy: boolean; bytesPerSec: number; recordsTotal: number }[]; gaps: { origin: string; topic: string; partition: number; firstMissingOriginOffset: number; lastMissingOriginOffset: number; records: number; detectedAtMs: number }[] };
   } | null;
@@ -47,5 +49,5 @@ export interface Snapshot {
 export interface History {
   range: string;
   stepMs: number;
-  regions: Record<string, { t: number[] } & Record<'ingress' | 'capacity' | 'ceiling' | 'p50' | 'p90' | 'brokers' | 'gateways', (number | null)[]>>;
+  regions: Record<string, { t: number[] } & Record<'ingress' | 'capacity' | 'ceiling' | 'p50' | 'p10' | 'p90' | 'brokers' | 'gateways', (number | null)[]>>;
 }
