@@ -26,6 +26,8 @@ export interface MeshMember {
   phi: number;
   /** Milliseconds since this member last heard from it (0 for itself, -1: never). */
   lastHeardMs: number;
+  /** Smoothed round trip of direct probes to it, ms (null for itself and before its first direct ack). */
+  rttMs: number | null;
 }
 
 /** A change of a member's state, incarnation or address. */

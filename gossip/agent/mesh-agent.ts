@@ -427,6 +427,7 @@ export class MeshAgent {
       incarnation: r.incarnation,
       phi: self ? 0 : this.prober.phi(r.id),
       lastHeardMs: self ? 0 : r.lastHeardMs === null ? -1 : Math.max(0, Math.round(this.clock.monotonicMs() - r.lastHeardMs)),
+      rttMs: self ? null : roundRtt(this.prober.rttMs(r.id)),
     };
   }
 
@@ -501,4 +502,9 @@ export class MeshAgent {
   stateOf(key: string): MeshStateEntry | undefined {
     return this.store.view(key);
   }
+}
+
+/** RTT to 0.1 ms: finer is noise, and views compare equal when nothing changed. */
+function roundRtt(ms: number | null): number | null {
+  return ms === null ? null : Math.round(ms * 10) / 10;
 }

@@ -283,7 +283,7 @@ export class InstantMesh {
         this.listeners.add(l);
         return () => this.listeners.delete(l);
       },
-      members: (): MeshMember[] => this.regions.map((r) => ({ region: r, member: `${r}-gw`, address: '', state: 'alive', incarnation: 1, phi: 0, lastHeardMs: 0 })),
+      members: (): MeshMember[] => this.regions.map((r) => ({ region: r, member: `${r}-gw`, address: '', state: 'alive', incarnation: 1, phi: 0, lastHeardMs: 0, rttMs: null })),
     };
   }
 }

@@ -12,7 +12,8 @@
  * one if nobody was asked) and a successful one lowers by one; a ping to a suspect carries the
  * suspicion, so the suspect refutes in its ack (the buddy system).
  *
- * Acks feed each member's phi accrual detector (phi-accrual.ts), which reports.
+ * Acks feed each member's phi accrual detector (phi-accrual.ts), which reports, and direct acks
+ * its smoothed round-trip time (the link latency the dashboard shows: TCP's SRTT, RFC 6298).
  *
  * Beyond memberlist: a suspicion learned from another member is told to the suspect at once
  * (tellSuspect), not at this member's next turn to probe it; and members held dead are pinged
@@ -75,6 +76,8 @@ export interface ProberOptions {
 export class Prober {
   private readonly acks: AckTracker;
   private readonly phis = new Map<string, PhiAccrual>();
+  /** Smoothed RTT of direct acks per member, ms (bounded by membersMax like phis, pruned with it). */
+  private readonly srtt = new Map<string, number>();
   /** When each member was last sent a suspicion or dead notice (bounded by membersMax, pruned). */
   private readonly lastNoticeMs = new Map<string, number>();
   private seq: number;
@@ -120,6 +123,21 @@ export class Prober {
   stop(): void {
     this.stopProbing();
     this.acks.clear();
+  }
+
+  /** Smoothed round trip of direct pings to `id`, ms; null before its first direct ack. */
+  rttMs(id: string): number | null {
+    return this.srtt.get(id) ?? null;
+  }
+
+  /**
+   * SRTT ← 7/8 SRTT + 1/8 sample (RFC 6298 §2): steady under one slow ack, follows a lasting change
+   * within a dozen probes. Only direct acks count: one that came after the ping-reqs went may
+   * have come the long way round, through another member.
+   */
+  private sampleRtt(id: string, ms: number): void {
+    const s = this.srtt.get(id);
+    this.srtt.set(id, s === undefined ? ms : s + (ms - s) / 8);
   }
 
   /** Phi of `id` now (0 before its first ack). */
@@ -168,6 +186,7 @@ export class Prober {
     let nacks = 0;
     let expectedNacks = 0;
     let timeoutTimer: TimerHandle | null = null;
+    let indirect = false;
     this.o.hooks.probed(target);
     const registered = this.acks.register(seq, intervalMs, {
       onAck: () => {
@@ -175,6 +194,7 @@ export class Prober {
         timeoutTimer?.cancel();
         if (this.c.lifeguard) this.o.awareness.apply(-1);
         this.heartbeat(target.id);
+        if (!indirect) this.sampleRtt(target.id, this.now - startMs);
         this.o.hooks.rtt(this.now - startMs, target.id);
       },
       onNack: () => void nacks++,
@@ -196,6 +216,7 @@ export class Prober {
     this.o.sender.send(target.address, ping, prefix);
     timeoutTimer = this.o.clock.setTimeout(() => {
       if (acked || !this.probing) return;
+      indirect = true;
       // A second direct ping beside the ping-reqs: memberlist sends a TCP ping here (its
       // fallback); one more datagram does that job without a connection across a WAN proxy, and
       // with few members (one ping-req peer, as with 3) it is most of what stands between 5%
@@ -249,6 +270,7 @@ export class Prober {
     const now = this.now;
     const m = this.o.membership;
     if (this.phis.size > this.c.membersMax) for (const id of [...this.phis.keys()]) if (!m.get(id)) this.phis.delete(id);
+    if (this.srtt.size > this.c.membersMax) for (const id of [...this.srtt.keys()]) if (!m.get(id)) this.srtt.delete(id);
     if (this.lastNoticeMs.size > this.c.membersMax) for (const id of [...this.lastNoticeMs.keys()]) if (!m.get(id)) this.lastNoticeMs.delete(id);
     const [target] = m.randomMembers(1, (r) => r.state === 'dead' && now - r.stateChangedMs < this.c.deadRetainMs);
     if (target) this.reconnect(target);

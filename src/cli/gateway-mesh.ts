@@ -203,7 +203,7 @@ export async function startGatewayMesh(o: GatewayMeshOptions): Promise<GatewayMe
         .sort((a, b) => a.region.localeCompare(b.region));
       return {
         self: { region: self.region, member: self.member, incarnation: self.incarnation, pid: process.pid },
-        members: agent.members().map((m) => ({ region: m.region, member: m.member, address: m.address, state: m.state, incarnation: m.incarnation, phi: m.phi, lastHeardMs: m.lastHeardMs })),
+        members: agent.members().map((m) => ({ region: m.region, member: m.member, address: m.address, state: m.state, incarnation: m.incarnation, phi: m.phi, lastHeardMs: m.lastHeardMs, rttMs: m.rttMs })),
         regions,
         catalogue: {
           topics: catalogue.list().map((t) => ({ name: t.name, partitions: t.partitions, region: t.region, version: t.version })),

@@ -25,6 +25,8 @@ export interface MeshMemberView {
   phi: number;
   /** Milliseconds since this member last heard from it (-1: never). */
   lastHeardMs: number;
+  /** Smoothed round trip of this member's direct probes to it (the link latency), ms; null: itself, or none yet. */
+  rttMs: number | null;
 }
 
 /** One region's entry. */

@@ -107,6 +107,48 @@ describe('the capacity dashboard in chromium', () => {
       return [...s.series.values()].every((x) => x.t.length >= 2);
     }, undefined, { timeout: 20_000 });
 
+    // The forecast is drawn as a P50 inside its P10–P90 band (the band's series and its fill), and
+    // the forecast continues past the last actual point.
+    await page.waitForFunction(() => {
+      const chart = (window as unknown as { edgeqDashboard: { state: { charts: Map<string, { plot: { data: (number | null)[][]; series: { label?: string }[] } }> } } }).edgeqDashboard.state.charts.get('us-east');
+      return chart !== undefined && (chart.plot.data[3] ?? []).some((v) => v !== null);
+    }, undefined, { timeout: 20_000 });
+    const band = await page.evaluate(() => {
+      const chart = (window as unknown as { edgeqDashboard: { state: { charts: Map<string, { plot: { data: (number | null)[][]; series: { label?: string }[]; bands?: { series: number[] }[] } }> } } }).edgeqDashboard.state.charts.get('us-east')!;
+      const [, ingress, p50, p10, p90] = chart.plot.data as (number | null)[][];
+      let inside = 0;
+      let outside = 0;
+      for (let i = 0; i < p50!.length; i++) {
+        if (p10![i] == null || p50![i] == null || p90![i] == null) continue;
+        if (p10![i]! <= p50![i]! && p50![i]! <= p90![i]!) inside++;
+        else outside++;
+      }
+      const future = ingress!.findIndex((v, i) => v === null && i > 0 && p10![i] != null);
+      return { labels: chart.plot.series.map((x) => x.label ?? ''), bands: (chart.plot.bands ?? []).map((b) => b.series), inside, outside, future };
+    });
+    expect(band.labels.slice(1, 5)).toEqual(['ingress', 'forecast P50', 'P10', 'P90']);
+    expect(band.bands).toEqual([[4, 3]]);
+    expect(band.inside).toBeGreaterThan(0);
+    expect(band.outside).toBe(0);
+    expect(band.future).toBeGreaterThan(0);
+
+    // The mesh as a graph: three region nodes, a link from us-east to each other region labelled
+    // with its latency. Every mesh datagram crosses the link emulator's 25 ms each way
+    // (startDevRegions' default), so a round trip cannot be under 50 ms: a figure below that is
+    // not the link's.
+    await page.waitForFunction(() => [...document.querySelectorAll('svg.mesh-map [data-rtt]')].filter((e) => e.getAttribute('data-rtt') !== '').length === 2, undefined, { timeout: 20_000 });
+    const map = await page.evaluate(() => ({
+      nodes: [...document.querySelectorAll('svg.mesh-map [data-region-node]')].map((e) => `${e.getAttribute('data-region-node')}:${e.getAttribute('data-state')}`),
+      rtts: [...document.querySelectorAll('svg.mesh-map [data-link]')].map((e) => [e.getAttribute('data-link'), Number(e.querySelector('[data-rtt]')!.getAttribute('data-rtt'))] as const),
+    }));
+    expect(map.nodes.sort()).toEqual(['ap-south:alive', 'eu-west:alive', 'us-east:alive']);
+    expect(map.rtts.map(([r]) => r).sort()).toEqual(['ap-south', 'eu-west']);
+    for (const [, rtt] of map.rtts) {
+      expect(rtt).toBeGreaterThanOrEqual(50);
+      expect(rtt).toBeLessThan(5_000);
+    }
+    console.log(`[dashboard] link latency from us-east: ${map.rtts.map(([r, v]) => `${r} ${v} ms`).join(', ')}`);
+
     // Produce to us-east: the ingress figure rises within 3 s of the producing.
     const topic = 'dash-ingress';
     expect((await fetch(`${us.gateway}/v1/topics`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: topic, partitions: 1 }) })).status).toBe(201);

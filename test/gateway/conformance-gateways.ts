@@ -206,8 +206,8 @@ export class StubMesh implements GatewayMesh {
     return {
       self: { region: 'us-east', member: 'us-east-gw', incarnation: 0, pid: process.pid },
       members: [
-        { region: 'us-east', member: 'us-east-gw', address: '127.0.0.1:7946', state: 'alive', incarnation: 0, phi: 0, lastHeardMs: 0 },
-        { region: 'eu-west', member: 'eu-west-gw', address: '127.0.0.1:7947', state: 'suspect', incarnation: 2, phi: 3.5, lastHeardMs: 1200 },
+        { region: 'us-east', member: 'us-east-gw', address: '127.0.0.1:7946', state: 'alive', incarnation: 0, phi: 0, lastHeardMs: 0, rttMs: null },
+        { region: 'eu-west', member: 'eu-west-gw', address: '127.0.0.1:7947', state: 'suspect', incarnation: 2, phi: 3.5, lastHeardMs: 1200, rttMs: 41.3 },
       ],
       regions: [
         {

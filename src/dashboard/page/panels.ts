@@ -1,5 +1,6 @@
 /** The table panels: limiter, cell, mesh, drills. Each renders from one snapshot. */
 import { count, esc, ms, rate, time } from './format.ts';
+import { meshMap } from './mesh-map.ts';
 import type { Snapshot } from './types.ts';
 
 const table = (head: string[], rows: string[]) =>
@@ -46,7 +47,7 @@ export function cellPanel(s: Snapshot): string {
 export function meshPanel(s: Snapshot): string {
   const m = s.mesh;
   if (!m) return '<p class="muted">this gateway runs without the mesh</p>';
-  const members = m.members.map((x) => `<tr class="${x.state === 'alive' ? '' : x.state === 'suspect' ? 'urp' : 'dead'}"><td>${esc(x.region)}</td><td>${esc(x.member)}</td><td><span class="badge ${x.state === 'alive' ? 'ok' : 'bad'}">${esc(x.state)}</span></td><td>${Number.isFinite(x.phi) ? x.phi.toFixed(2) : '–'}</td><td>${ms(x.lastHeardMs < 0 ? null : x.lastHeardMs)}</td></tr>`);
+  const members = m.members.map((x) => `<tr class="${x.state === 'alive' ? '' : x.state === 'suspect' ? 'urp' : 'dead'}"><td>${esc(x.region)}</td><td>${esc(x.member)}</td><td><span class="badge ${x.state === 'alive' ? 'ok' : 'bad'}">${esc(x.state)}</span></td><td>${Number.isFinite(x.phi) ? x.phi.toFixed(2) : '–'}</td><td>${ms(x.lastHeardMs < 0 ? null : x.lastHeardMs)}</td><td>${ms(x.rttMs)}</td></tr>`);
   const byOrigin = new Map<string, { records: number; ms: number; stalled: number }>();
   for (const r of m.replication) {
     const o = byOrigin.get(r.origin) ?? { records: 0, ms: 0, stalled: 0 };
@@ -58,7 +59,7 @@ export function meshPanel(s: Snapshot): string {
   const lag = [...byOrigin].map(([origin, o]) => `<tr class="${o.stalled > 0 ? 'urp' : ''}"><td>${esc(origin)}</td><td>${count(o.records, 'records')}</td><td>${ms(o.ms)}</td><td>${o.stalled}</td></tr>`);
   const links = m.exchange.links.map((l) => `<tr class="${l.healthy ? '' : 'dead'}"><td>${esc(l.source)}</td><td><span class="badge ${l.healthy ? 'ok' : 'bad'}">${l.healthy ? 'healthy' : 'down'}</span></td><td>${count(l.bytesPerSec, 'B/s')}</td><td>${count(l.recordsTotal)}</td></tr>`);
   const gaps = m.exchange.gaps.map((g) => `<tr class="dead"><td>${esc(g.origin)}</td><td>${esc(g.topic)}-${g.partition}</td><td>${g.firstMissingOriginOffset}..${g.lastMissingOriginOffset}</td><td>${count(g.records)}</td><td>${time(g.detectedAtMs)}</td></tr>`);
-  return table(['region', 'member', 'state', 'phi', 'last heard'], members) +
+  return meshMap(s) + table(['region', 'member', 'state', 'phi', 'last heard', 'round trip'], members) +
     '<h3>Replication lag per origin (into this region)</h3>' + table(['origin', 'lag', 'lag (time)', 'stalled partitions'], lag) +
     '<h3>Links</h3>' + table(['from', 'state', 'rate', 'records'], links) +
     '<h3>Gaps reported</h3>' + table(['origin', 'partition', 'origin offsets', 'records', 'found'], gaps);
