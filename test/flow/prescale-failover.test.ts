@@ -67,7 +67,12 @@ describe('failover awareness (2 regions, 1 s step)', () => {
         const c = (await geo.call(B, 'GET', '/v1/capacity')).json as Capacity;
         return gatewaysPlanned(c) >= Math.ceil((A_PER_SEC * 0.5) / PER_GATEWAY) ? c : undefined;
       }, 250);
-      expect(Math.max(...taken.plan.map((p) => p.ceilingPerSec ?? 0))).toBeGreaterThan(A_PER_SEC * 0.5);
+      // The limiter level rose with the gateways: both come from the same P90 (own + A's share), so
+      // g ≥ 2 gateways of PER_GATEWAY means a ceiling over (g − 1) × PER_GATEWAY, above B's idle level
+      // before the cut. (How far over A_PER_SEC / 2 depends on the rate A's loaded gateway reached.)
+      const ceiling = (c: Capacity) => Math.max(...c.plan.map((p) => p.ceilingPerSec ?? 0));
+      expect(ceiling(taken)).toBeGreaterThan((gatewaysPlanned(taken) - 1) * PER_GATEWAY);
+      expect(ceiling(taken)).toBeGreaterThan(ceiling(own));
       const members = (await geo.call(B, 'GET', '/v1/mesh')).json.members as { region: string; state: string }[];
       expect(members.filter((m) => m.region === A).every((m) => m.state === 'dead' || m.state === 'left')).toBe(true);
       const metrics = await (await fetch(`${geo.gateway(B)}/metrics`)).text();
