@@ -12,7 +12,11 @@ describe('link latency in the mesh view', () => {
     // a ↔ far: 60 ms each way (a 120 ms round trip); a ↔ b: the 5 ms default (10 ms).
     c.network.setLink(a, far, { delayMs: 60 });
     c.network.setLink(far, a, { delayMs: 60 });
-    c.run(30_000);
+    // The members joined (inside create) over the 5 ms default, so the far member's SRTT starts
+    // near 10 ms and moves 1/8 of the way to 120 per probe: off by 110 × (7/8)^n after n probes.
+    // Each member is probed about once a second here (500 ms interval, 2 others), so 60 s leaves
+    // 110 × (7/8)^55 < 0.07 ms (30 s left 2.3 ms on some seeds).
+    c.run(60_000);
     const view = () => new Map(c.agents[0]!.members().map((m) => [m.member, m.rttMs]));
     let rtt = view();
     expect(rtt.get(c.ids[0]!)).toBeNull();
@@ -20,8 +24,7 @@ describe('link latency in the mesh view', () => {
     expect(rtt.get(c.ids[1]!)).toBeCloseTo(10, 0);
     expect(rtt.get(c.ids[2]!)).toBeCloseTo(120, 0);
 
-    // The far link gets faster: SRTT moves 1/8 of the way per probe, so after ~30 probes of it
-    // (each member is probed once per 2 intervals with 3 members) it is within 2% of the new RTT.
+    // The far link gets faster: after ~55 more probes SRTT is within 110 × (7/8)^55 of the new 10 ms.
     c.network.setLink(a, far, { delayMs: 5 });
     c.network.setLink(far, a, { delayMs: 5 });
     c.run(60_000);
