@@ -16,10 +16,11 @@
  * replicators (two each) and closed when their leader moves or they fail.
  */
 import { createConnection } from 'node:net';
+import { checkServerIdentity, connect as tlsConnect } from 'node:tls';
 import { Cluster, Connection, isStaleMetadataError, type SocketFactory } from '../../src/client/index.ts';
 import { EdgeqError, orAborted, type Logger } from '../../src/core/index.ts';
 import { errorOf } from '../../src/protocol/codec.ts';
-import { Acks, internalClientId } from '../../src/protocol/index.ts';
+import { Acks, internalClientId, type TlsClientSource } from '../../src/protocol/index.ts';
 import type { ApplyResult, CellAccess, LocalOriginState, OriginFetchRequest, OriginFetchResult } from './cell-access.ts';
 
 export interface ClusterCellsOptions {
@@ -34,6 +35,12 @@ export interface ClusterCellsOptions {
   /** Bound on one request beyond a fetch's own wait. */
   requestTimeoutMs: number;
   appendTimeoutMs: number;
+  /**
+   * TLS to the brokers (this region's and the others'; the region's certificate, which their
+   * brokers know as an internal identity) and an API key, when brokers serve TLS or need
+   * credentials (docs/security.md). Absent: plaintext, unauthenticated.
+   */
+  security?: { tls?: TlsClientSource; apiKey?: string };
 }
 
 const EMPTY = Buffer.alloc(0);
@@ -54,7 +61,7 @@ export class ClusterCells implements CellAccess {
   private readonly sendOrder = new Map<string, Promise<void>>();
 
   constructor(private readonly o: ClusterCellsOptions) {
-    this.local = new Cluster({ brokers: o.localBrokers, clientId: internalClientId(`edgeq-exchange-${o.region}`), logger: o.logger, requestTimeoutMs: o.appendTimeoutMs + o.requestTimeoutMs });
+    this.local = new Cluster({ brokers: o.localBrokers, clientId: internalClientId(`edgeq-exchange-${o.region}`), logger: o.logger, requestTimeoutMs: o.appendTimeoutMs + o.requestTimeoutMs, ...o.security });
   }
 
   private remote(region: string): Cluster {
@@ -65,11 +72,15 @@ export class ClusterCells implements CellAccess {
     if (have && have.brokers === key) return have.cluster;
     if (have) void have.cluster.close();
     // Every connection to another region, the metadata's addresses included, goes through the link.
+    const tls = this.o.security?.tls;
     const socketFactory: SocketFactory = (a) => {
       const [host, port] = this.o.translate(`${a.host}:${a.port}`, 'tcp').split(':');
-      return createConnection({ host: host!, port: Number(port) });
+      if (!tls) return createConnection({ host: host!, port: Number(port) });
+      // Through the link, the certificate is still checked against the advertised broker's name.
+      return tlsConnect({ host: host!, port: Number(port), ...tls.clientOptions(), checkServerIdentity: (_name, cert) => checkServerIdentity(a.host, cert) });
     };
-    const cluster = new Cluster({ brokers, clientId: internalClientId(`edgeq-exchange-${this.o.region}`), logger: this.o.logger, socketFactory, requestTimeoutMs: this.o.requestTimeoutMs, connectTimeoutMs: this.o.requestTimeoutMs });
+    const apiKey = this.o.security?.apiKey;
+    const cluster = new Cluster({ brokers, clientId: internalClientId(`edgeq-exchange-${this.o.region}`), logger: this.o.logger, socketFactory, requestTimeoutMs: this.o.requestTimeoutMs, connectTimeoutMs: this.o.requestTimeoutMs, ...(apiKey !== undefined ? { apiKey } : {}) });
     this.remotes.set(region, { brokers: key, cluster, socketFactory });
     return cluster;
   }
@@ -201,7 +212,7 @@ export class ClusterCells implements CellAccess {
     const socketFactory = [...this.remotes.values()].find((r) => r.cluster === cluster)?.socketFactory;
     const conn = Connection.connect(
       { host: b.host, port: b.port },
-      { clientId: internalClientId(`edgeq-exchange-${this.o.region}`), logger: this.o.logger, connectTimeoutMs: this.o.requestTimeoutMs, requestTimeoutMs: this.o.appendTimeoutMs + this.o.requestTimeoutMs, ...(socketFactory ? { socketFactory } : {}) },
+      { clientId: internalClientId(`edgeq-exchange-${this.o.region}`), logger: this.o.logger, connectTimeoutMs: this.o.requestTimeoutMs, requestTimeoutMs: this.o.appendTimeoutMs + this.o.requestTimeoutMs, ...this.o.security, ...(socketFactory ? { socketFactory } : {}) },
     );
     this.dedicated.set(key, { brokerId, conn });
     conn.catch(() => this.dedicated.get(key)?.conn === conn && this.dedicated.delete(key));

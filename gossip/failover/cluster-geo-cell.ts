@@ -4,7 +4,7 @@
  */
 import { Admin, Cluster, isStaleMetadataError } from '../../src/client/index.ts';
 import { isEdgeqError, type Logger } from '../../src/core/index.ts';
-import { errorOf, internalClientId } from '../../src/protocol/index.ts';
+import { errorOf, internalClientId, type TlsClientSource } from '../../src/protocol/index.ts';
 import type { GeoCell, GroupCommit, LogChunk } from './geo-cell.ts';
 import { GEO_REQUEST_TIMEOUT_MS } from './limits.ts';
 
@@ -14,8 +14,9 @@ export class ClusterGeoCell implements GeoCell {
   private readonly cluster: Cluster;
   private readonly admin: Admin;
 
-  constructor(o: { region: string; localBrokers: string[]; logger: Logger }) {
-    this.cluster = new Cluster({ brokers: o.localBrokers, clientId: internalClientId(`edgeq-geo-${o.region}`), logger: o.logger, requestTimeoutMs: GEO_REQUEST_TIMEOUT_MS });
+  /** `security`: how the brokers are reached when they serve TLS or need credentials (docs/security.md). */
+  constructor(o: { region: string; localBrokers: string[]; logger: Logger; security?: { tls?: TlsClientSource; apiKey?: string } }) {
+    this.cluster = new Cluster({ brokers: o.localBrokers, clientId: internalClientId(`edgeq-geo-${o.region}`), logger: o.logger, requestTimeoutMs: GEO_REQUEST_TIMEOUT_MS, ...o.security });
     this.admin = new Admin(this.cluster, { requestTimeoutMs: GEO_REQUEST_TIMEOUT_MS });
   }
 

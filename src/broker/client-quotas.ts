@@ -2,8 +2,9 @@
  * Quotas at the broker, for binary-protocol clients (Kafka's client-id quotas, KIP-219): where
  * they are kept, the book of buckets they fill, and the admission of each produce request.
  *
- * - **Tenant.** The broker has no authentication: a request's tenant is its connection's client
- *   id when that is a valid tenant name (TENANT_NAME, `*` excepted), else `anonymous`. Client ids
+ * - **Tenant.** With auth on, the authenticated tenant (handlers.ts passes it as the client id;
+ *   the cell's own principals as internal ids). Without auth, a request's tenant is its
+ *   connection's client id when that is a valid tenant name (TENANT_NAME, `*` excepted), else `anonymous`. Client ids
  *   starting with `__` are the cell's own (replica fetchers, gateways, the exchange) and are never
  *   limited (src/protocol/client-id.ts says why).
  * - **Storage.** In a cell, the arbiter (one transaction per AlterQuotas; every broker follows the

@@ -24,7 +24,9 @@ import type { CellController, ProducerIdSource } from './controller.ts';
 import type { Handlers } from './request-router.ts';
 import type { TopicManager, TopicView } from './topic-manager.ts';
 import { INGRESS_HISTORY_TOPIC, isInternalTopic } from './topic-name.ts';
-import { FRAME_BYTES_MAX_DEFAULT, GATEWAY_CLIENT_ID } from '../protocol/index.ts';
+import { AUTH_MECHANISM_API_KEY, FRAME_BYTES_MAX_DEFAULT, GATEWAY_CLIENT_ID, internalClientId, isInternalClientId } from '../protocol/index.ts';
+import type { BrokerAuth } from './broker-auth.ts';
+import type { RequestContext } from './request-router.ts';
 
 /** What the handlers work with. */
 export interface HandlerDeps {
@@ -47,6 +49,8 @@ export interface HandlerDeps {
   metrics?: BrokerMetrics;
   /** Quotas of binary-protocol clients (KIP-219); absent: none kept, nothing limited. */
   quotas?: ClientQuotas;
+  /** Authentication of binary clients (API keys, certificate identities); absent or null: auth off. */
+  auth?: BrokerAuth | null;
 }
 
 /** Builds the handler table. */
@@ -80,6 +84,8 @@ export function createHandlers(d: HandlerDeps): Handlers {
   return {
     ApiVersions: async (req, ctx) => {
       if (req.clientId) ctx.clientId = req.clientId.slice(0, 256);
+      // A tenant's certificate cannot pass for one of the cell's own clients by its client id.
+      if (ctx.principal?.role === 'tenant' && isInternalClientId(ctx.clientId)) ctx.clientId = ctx.principal.tenant;
       return {
         apis: supportedVersions(),
         brokerId: d.self.id,
@@ -88,11 +94,14 @@ export function createHandlers(d: HandlerDeps): Handlers {
       };
     },
 
-    Metadata: async (req) => {
+    Metadata: async (req, ctx) => {
       const names = req.topics ?? [];
       let topics: TopicMetadata[];
       if (names.length === 0 && req.allTopics !== false) {
-        topics = d.topics.list({ includeInternal: req.includeInternal === true }).map(topicMetadata);
+        // A tenant lists the topics its grants name (the gateway's rule); others see every topic.
+        const p = ctx.principal;
+        const views = d.topics.list({ includeInternal: req.includeInternal === true });
+        topics = (p && p.role === 'tenant' ? views.filter((v) => p.sees(v.record.name)) : views).map(topicMetadata);
       } else {
         topics = names.map((name) => {
           const view = d.topics.get(name);
@@ -118,7 +127,7 @@ export function createHandlers(d: HandlerDeps): Handlers {
       }
       // Over quota: refused whole, before anything is written; the router sees the throttle in
       // the answer and the connection stops reading once it is sent (KIP-219).
-      const admission = d.quotas?.admitProduce(ctx.clientId, req);
+      const admission = d.quotas?.admitProduce(quotaClientOf(ctx), req);
       if (admission && !admission.ok) {
         if (req.acks === Acks.NONE) {
           ctx.mute?.(admission.throttleMs);
@@ -273,6 +282,25 @@ export function createHandlers(d: HandlerDeps): Handlers {
       })),
     }),
 
+    Authenticate: async (req, ctx) => {
+      // Auth off (the local deployment): any key is taken, and nothing changes.
+      if (!d.auth) return { tenant: '', role: 'none' };
+      if (req.mechanism !== AUTH_MECHANISM_API_KEY) {
+        d.auth.countRefusal('bad_key');
+        throw new EdgeqError('UNAUTHENTICATED', `mechanism "${req.mechanism}" is not supported (${AUTH_MECHANISM_API_KEY} is)`, { details: { mechanism: req.mechanism } });
+      }
+      const p = d.auth.authenticateKey(req.apiKey);
+      if (!p) {
+        d.auth.countRefusal('bad_key');
+        throw new EdgeqError('UNAUTHENTICATED', 'the API key is not valid', { details: { presented: req.apiKey !== '' } });
+      }
+      ctx.principal = p;
+      // A tenant cannot pass for one of the cell's own clients (never limited; the gateway's may
+      // write the ingress history) by naming itself so.
+      if (p.role === 'tenant' && isInternalClientId(ctx.clientId)) ctx.clientId = p.tenant;
+      return { tenant: p.tenant, role: p.role };
+    },
+
     DescribeQuotas: async () => {
       if (!d.quotas) return { quotas: [] };
       return d.quotas.describe();
@@ -308,11 +336,22 @@ export function createHandlers(d: HandlerDeps): Handlers {
 }
 
 /**
- * True for the internal topic the gateways write themselves (and only they). The broker has no
- * authentication, so this keeps user clients from mistakes, not from an attacker on the network.
+ * True for the internal topic the gateways write themselves (and only they). Without auth this
+ * keeps user clients from mistakes, not from an attacker on the network; with auth a tenant
+ * cannot take the gateway's client id (ApiVersions and Authenticate rename it to its tenant).
  */
 function gatewayOwns(topic: string, clientId: string): boolean {
   return topic === INGRESS_HISTORY_TOPIC && clientId === GATEWAY_CLIENT_ID;
+}
+
+/**
+ * Who a produce's quota is charged to: the authenticated tenant; the cell's own principals as
+ * internal client ids (never limited); without auth, the connection's client id as before.
+ */
+function quotaClientOf(ctx: RequestContext): string {
+  const p = ctx.principal;
+  if (!p) return ctx.clientId;
+  return p.role === 'tenant' ? p.tenant : internalClientId(p.name);
 }
 
 /** Runs `fn` over `items` one after another (topic admin changes are serialised anyway). */

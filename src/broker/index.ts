@@ -27,3 +27,5 @@ export { ReplicaFetchers, REPLICA_FETCH_DEFAULTS, type ReplicaFetchLimits } from
 export { ClientQuotas, ANONYMOUS_TENANT, type ProduceAdmission, type QuotaBackend } from './client-quotas.ts';
 export { QuotaFile, QUOTAS_FILE } from './quota-file.ts';
 export { QUOTA_OPS_MAX, parseQuotaOp, parseAlterQuotas, type QuotaChange } from './quota-changes.ts';
+export { BrokerAuth, BinaryPrincipal, BINARY_GRANTS_PER_PRINCIPAL_MAX, GRANT_MEMO_TOPICS_MAX, type BinaryKeysFile, type GrantAction, type PrincipalRole } from './broker-auth.ts';
+export { authorizeRequest } from './authorizer.ts';

@@ -18,6 +18,8 @@ import {
   type ResponseOf,
 } from '../protocol/index.ts';
 import { EdgeqError } from '../core/index.ts';
+import { authorizeRequest } from './authorizer.ts';
+import type { BinaryPrincipal, BrokerAuth } from './broker-auth.ts';
 
 /** What a handler knows about the connection it serves. */
 export interface RequestContext {
@@ -43,6 +45,12 @@ export interface RequestContext {
   throttleRemainingMs?(): number;
   /** Mutes the connection for `ms` now: for a refused request that gets no response (acks=0). */
   mute?(ms: number): void;
+  /**
+   * Who the connection authenticated as: set by a verified client certificate when it connected,
+   * or by Authenticate. Absent/null: not authenticated (with auth on, only ApiVersions and
+   * Authenticate are answered then).
+   */
+  principal?: BinaryPrincipal | null;
 }
 
 /** What routing one frame said beside its response: the throttle it carried (0: none). */
@@ -61,6 +69,8 @@ export class RequestRouter {
   constructor(
     private readonly handlers: Handlers,
     private readonly logger: Logger,
+    /** Checks each request's grants before its handler (src/broker/authorizer.ts); null: auth off, nothing checked. */
+    private readonly auth: BrokerAuth | null = null,
   ) {}
 
   /**
@@ -80,6 +90,7 @@ export class RequestRouter {
         );
       }
       const req = decodeBody<object>(spec.requestType, frame.body);
+      if (this.auth) authorizeRequest(this.auth, spec.name, req, ctx);
       const handler = this.handlers[spec.name] as unknown as (r: object, c: RequestContext) => Promise<object | null>;
       const res = await handler(req, ctx);
       if (res === null) return null;

@@ -21,6 +21,7 @@ import type { Socket } from 'node:net';
 import { systemClock, toEdgeqError, type Clock, type Logger, type TimerHandle } from '../core/index.ts';
 import { FLAG_RESPONSE, FrameDecoder, encodeErrorResponse, writeCoalesced, type Frame } from '../protocol/index.ts';
 import type { RequestContext, RequestRouter, RouteOutcome } from './request-router.ts';
+import type { BinaryPrincipal } from './broker-auth.ts';
 
 /** Per-connection bounds. */
 export interface ConnectionLimits {
@@ -60,6 +61,8 @@ export interface ConnectionStats {
   bytesRead: number;
   /** The client id the connection gave in ApiVersions ('' if none). */
   clientId: string;
+  /** Who it authenticated as (a tenant or a cell identity); null: not authenticated, or auth off. */
+  principal: string | null;
 }
 
 /** Serves one socket until it closes. */
@@ -98,6 +101,8 @@ export class ServerConnection {
     private readonly limits: ConnectionLimits,
     private readonly logger: Logger,
     private readonly clock: Clock = systemClock,
+    /** Who a verified client certificate said the client is (mTLS); null: not yet known. */
+    principal: BinaryPrincipal | null = null,
   ) {
     this.decoder = new FrameDecoder({ frameBytesMax: limits.frameBytesMax });
     this.closed = new Promise<void>((r) => (this.closedResolve = r));
@@ -115,6 +120,7 @@ export class ServerConnection {
       },
       throttleRemainingMs: () => Math.max(0, Math.ceil(Math.max(this.throttledUntilMs, this.mutedUntilMs) - this.clock.monotonicMs())),
       mute: (ms) => this.muteFor(ms),
+      principal,
     };
     socket.setNoDelay(true);
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
@@ -142,7 +148,7 @@ export class ServerConnection {
 
   /** In-flight bounds, throttle state and bytes read. */
   get stats(): ConnectionStats {
-    return { bytes: this.inflightBytes, requests: this.slots.length, muted: this.pausedForThrottle, bytesRead: this.bytesRead, clientId: this.ctx.clientId };
+    return { bytes: this.inflightBytes, requests: this.slots.length, muted: this.pausedForThrottle, bytesRead: this.bytesRead, clientId: this.ctx.clientId, principal: this.ctx.principal?.name ?? null };
   }
 
   /** Closes the connection at once. */

@@ -4,7 +4,7 @@
  * own connections (like KafkaJS), so a slow consumer's long polls never delay a producer.
  */
 import { silentLogger, type Clock, type Logger } from '../core/index.ts';
-import type { SocketFactory } from '../protocol/index.ts';
+import type { SocketFactory, TlsClientSource } from '../protocol/index.ts';
 import { Admin, type AdminOptions } from './admin.ts';
 import { Cluster, type ClusterOptions } from './cluster.ts';
 import { Consumer, type ConsumerOptions } from './consumer.ts';
@@ -33,6 +33,10 @@ export interface ClientOptions {
   retry?: RetryOptions;
   /** Opens the byte stream to a broker (default TCP); tests inject fakes here. */
   socketFactory?: SocketFactory;
+  /** Connects over TLS with these options (a `TlsMaterial` of src/tls: the CA, and a certificate for mTLS), read at each new connection. */
+  tls?: TlsClientSource;
+  /** API key sent in Authenticate on every connection (brokers with auth on need it, or a client certificate they know). */
+  apiKey?: string;
 }
 
 interface Closable {
@@ -60,6 +64,8 @@ export class EdgeqClient {
       ...(o.metadataHedgeDelayMs !== undefined ? { metadataHedgeDelayMs: o.metadataHedgeDelayMs } : {}),
       ...(o.slowBrokerPenaltyMs !== undefined ? { slowBrokerPenaltyMs: o.slowBrokerPenaltyMs } : {}),
       ...(o.socketFactory ? { socketFactory: o.socketFactory } : {}),
+      ...(o.tls ? { tls: o.tls } : {}),
+      ...(o.apiKey !== undefined ? { apiKey: o.apiKey } : {}),
       ...(o.reconnectBackoffMs !== undefined ? { reconnectBackoffMs: o.reconnectBackoffMs } : {}),
       ...(o.reconnectBackoffMsMax !== undefined ? { reconnectBackoffMsMax: o.reconnectBackoffMsMax } : {}),
       ...(o.retry ? { retry: o.retry } : {}),

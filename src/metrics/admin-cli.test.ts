@@ -22,7 +22,7 @@ describe('edgeq broker --admin-port', () => {
 
   it('serves /metrics from a broker process and prints the port on the listening line', async () => {
     const adminPort = await freePort();
-    const child = spawn(process.execPath, [BIN, 'broker', '--port', '0', '--admin-port', String(adminPort), '--data-dir', await tempDir()], {
+    const child = spawn(process.execPath, [BIN, 'broker', '--auth', 'none', '--port', '0', '--admin-port', String(adminPort), '--data-dir', await tempDir()], {
       env: { ...process.env, EDGEQ_LOG_LEVEL: 'warn' },
       stdio: ['ignore', 'pipe', 'inherit'],
     });

@@ -28,6 +28,7 @@ export const ApiKey = {
   CellStatus: 19,
   DescribeQuotas: 20,
   AlterQuotas: 21,
+  Authenticate: 22,
 } as const;
 
 export type ApiName = keyof typeof ApiKey;
@@ -57,6 +58,7 @@ export interface ApiTypes {
   CellStatus: [M.CellStatusRequest, M.CellStatusResponse];
   DescribeQuotas: [M.DescribeQuotasRequest, M.DescribeQuotasResponse];
   AlterQuotas: [M.AlterQuotasRequest, M.AlterQuotasResponse];
+  Authenticate: [M.AuthenticateRequest, M.AuthenticateResponse];
 }
 
 export type RequestOf<N extends ApiName> = ApiTypes[N][0];
@@ -99,6 +101,7 @@ const VERSIONS: Record<ApiName, [number, number]> = {
   CellStatus: [1, 1],
   DescribeQuotas: [1, 1],
   AlterQuotas: [1, 1],
+  Authenticate: [1, 1],
 };
 
 export const API_SPECS: readonly ApiSpec[] = (Object.keys(ApiKey) as ApiName[]).map((name) => ({

@@ -1,7 +1,8 @@
 /**
- * Client ids of the cell's own clients. The broker has no authentication: the tenant of a
- * binary-protocol request is its connection's client id (Kafka's client-id quotas), and quotas
- * are enforced per tenant. The cell's own traffic — replica fetchers, gateways (which enforce
+ * Client ids of the cell's own clients. Without auth (`--auth none`, the local deployment) the
+ * tenant of a binary-protocol request is its connection's client id (Kafka's client-id quotas),
+ * and quotas are enforced per tenant; with auth on it is the authenticated tenant, and a tenant
+ * cannot take an internal client id (docs/security.md). The cell's own traffic — replica fetchers, gateways (which enforce
  * quotas themselves, per authenticated tenant, so a second, per-connection limit at the broker
  * would throttle every tenant behind one gateway together), the exchange between regions — uses
  * client ids starting with `__`, which the broker never limits. TENANT_NAME allows `_`, so a

@@ -19,13 +19,15 @@
  * every pending and waiting request fails with CONNECTION_CLOSED (retriable) and the connection
  * is dead for good: the caller opens a new one.
  */
-import { createConnection } from 'node:net';
+import { createConnection, isIP } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { connect as tlsConnect, type ConnectionOptions as TlsConnectionOptions } from 'node:tls';
 import { EdgeqError, silentLogger, systemClock, toEdgeqError, type Clock, type Logger, type TimerHandle } from '../core/index.ts';
 import { ApiKey, negotiateVersions, type ApiName, type RequestOf, type ResponseOf } from './api.ts';
 import { writeCoalesced } from './coalesced-write.ts';
 import { decodeResponse, encodeRequest, throwIfError } from './codec.ts';
 import { FLAG_RESPONSE, FrameDecoder, type Frame } from './frame.ts';
+import { AUTH_MECHANISM_API_KEY } from './messages.ts';
 
 /**
  * The byte stream of a connection: node's `net.Socket`, or a test's fake. It emits 'connect' once
@@ -39,9 +41,38 @@ export type SocketFactory = (address: BrokerAddress) => Transport;
 /** The default `SocketFactory`: TCP. */
 export const tcpSocketFactory: SocketFactory = (address) => createConnection({ host: address.host, port: address.port });
 
+/**
+ * Where a TLS connection gets its options (the trusted CA, this side's certificate for mTLS, the
+ * protocol floor), read at each new connection so a reloaded certificate is used from then on.
+ * `TlsMaterial` (src/tls) is one.
+ */
+export interface TlsClientSource {
+  clientOptions(): TlsConnectionOptions;
+}
+
+/** A `SocketFactory` opening TLS connections with the options `source` has now. */
+export function tlsSocketFactory(source: TlsClientSource): SocketFactory {
+  return (address) =>
+    tlsConnect({
+      host: address.host,
+      port: address.port,
+      ...source.clientOptions(),
+      // SNI only for names (RFC 6066 forbids IP literals); an IP is checked against the IP SANs.
+      ...(isIP(address.host) === 0 ? { servername: address.host } : {}),
+    });
+}
+
 /** Options of one connection. */
 export interface ConnectionOptions {
   clientId?: string;
+  /** Connect over TLS with these options (absent: plaintext TCP); ignored when `socketFactory` is given. */
+  tls?: TlsClientSource;
+  /**
+   * An API key sent in an Authenticate request right after ApiVersions (a broker with auth on
+   * refuses other requests until a connection authenticated). A connection with a client
+   * certificate the broker maps to a principal needs none.
+   */
+  apiKey?: string;
   /** Bound on TCP connect plus the ApiVersions exchange. */
   connectTimeoutMs?: number;
   /** Default bound on one request, from the call until its answer. */
@@ -110,6 +141,8 @@ export class Connection {
   /** The broker's id as it said in ApiVersions. */
   brokerId = -1;
   clusterId = '';
+  /** The tenant the broker authenticated this connection as ('' without an API key). */
+  tenant = '';
   private readonly socket: Transport;
   private readonly decoder: FrameDecoder;
   private readonly clock: Clock;
@@ -149,7 +182,7 @@ export class Connection {
     const clock = options.clock ?? systemClock;
     const timeoutMs = options.connectTimeoutMs ?? CONNECTION_DEFAULTS.connectTimeoutMs;
     const label = `${address.host}:${address.port}`;
-    const socketFactory = options.socketFactory ?? tcpSocketFactory;
+    const socketFactory = options.socketFactory ?? (options.tls ? tlsSocketFactory(options.tls) : tcpSocketFactory);
     const signal = options.signal;
     const aborted = () => new EdgeqError('CONNECTION_CLOSED', `connecting to ${label} was aborted`, { details: { broker: label } });
     if (signal?.aborted) throw aborted();
@@ -166,7 +199,8 @@ export class Connection {
         reject(new EdgeqError('REQUEST_TIMED_OUT', `connecting to ${label} took over ${timeoutMs} ms`));
       }, timeoutMs);
       signal?.addEventListener('abort', onAbort, { once: true });
-      s.once('connect', () => {
+      // A TLS socket is ready once its handshake is done ('connect' is only the TCP part).
+      s.once((s as { encrypted?: boolean }).encrypted === true ? 'secureConnect' : 'connect', () => {
         timer.cancel();
         signal?.removeEventListener('abort', onAbort);
         s.removeAllListeners('error');
@@ -191,6 +225,11 @@ export class Connection {
       conn.versions = negotiateVersions(res.apis);
       conn.brokerId = res.brokerId;
       conn.clusterId = res.clusterId;
+      if (options.apiKey !== undefined) {
+        const auth = await conn.send('Authenticate', { mechanism: AUTH_MECHANISM_API_KEY, apiKey: options.apiKey }, { timeoutMs, version: conn.versionOf('Authenticate') });
+        throwIfError(auth.error, { broker: label });
+        conn.tenant = auth.tenant;
+      }
     } catch (err) {
       conn.close();
       throw err;

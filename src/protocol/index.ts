@@ -16,6 +16,8 @@ export {
   CONNECTION_DEFAULTS,
   parseAddress,
   tcpSocketFactory,
+  tlsSocketFactory,
+  type TlsClientSource,
   type BrokerAddress,
   type ConnectionOptions,
   type RequestOptions,

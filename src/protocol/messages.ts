@@ -500,3 +500,15 @@ export interface AlterQuotaResult {
 export interface AlterQuotasResponse {
   results: AlterQuotaResult[];
 }
+
+/** Authenticate (key 22): the mechanisms a broker accepts. */
+export const AUTH_MECHANISM_API_KEY = 'API_KEY';
+export interface AuthenticateRequest {
+  mechanism: string;
+  apiKey: string;
+}
+export interface AuthenticateResponse {
+  error?: WireError | null;
+  tenant: string;
+  role: string;
+}

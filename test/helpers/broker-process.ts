@@ -21,6 +21,10 @@ export interface SpawnBrokerOptions {
 
 /** Spawns `edgeq broker` and waits for its listening line. */
 export function spawnBroker(options: SpawnBrokerOptions): Promise<BrokerProcess> {
-  const args = ['broker', '--data-dir', options.dataDir, '--port', String(options.port ?? 0), '--id', String(options.id ?? 1), ...(options.args ?? [])];
+  const extra = options.args ?? [];
+  // Auth is on by default outside the local deployment; tests that do not test it say --auth none.
+  const saysAuth = extra.includes('--auth') || extra.includes('--auth-keys') || options.env?.['EDGEQ_AUTH'] !== undefined || options.env?.['EDGEQ_AUTH_KEYS'] !== undefined;
+  const auth = saysAuth ? [] : ['--auth', 'none'];
+  const args = ['broker', '--data-dir', options.dataDir, '--port', String(options.port ?? 0), '--id', String(options.id ?? 1), ...auth, ...extra];
   return spawnListening('broker', args, { ...(options.env ? { env: options.env } : {}), startTimeoutMs: options.startTimeoutMs ?? 20_000 });
 }

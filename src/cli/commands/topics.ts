@@ -5,6 +5,8 @@
  */
 import type { Command } from 'commander';
 import { createClient, type EdgeqClient } from '../../client/index.ts';
+import { silentLogger } from '../../core/index.ts';
+import { loadBrokerClientSecurity } from '../tls-flags.ts';
 import { EdgeqError } from '../../core/index.ts';
 import { gatewayCall, gatewayOf } from './gateway-call.ts';
 
@@ -27,9 +29,13 @@ export function brokersOf(cmd: Command): string[] {
   return text.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
 }
 
-/** A client for a command, closed by `withClient` when the action ends. */
+/**
+ * A client for a command, closed by `withClient` when the action ends. TLS brokers and auth are
+ * reached through EDGEQ_BROKERS_TLS_CA / _CERT / _KEY and EDGEQ_API_KEY (docs/security.md).
+ */
 export async function withClient<T>(cmd: Command, fn: (client: EdgeqClient) => Promise<T>): Promise<T> {
-  const client = createClient({ brokers: brokersOf(cmd), clientId: 'edgeq-cli', retry: { retriesMax: 3 } });
+  const security = await loadBrokerClientSecurity({}, silentLogger, { watch: false });
+  const client = createClient({ brokers: brokersOf(cmd), clientId: 'edgeq-cli', retry: { retriesMax: 3 }, ...security });
   try {
     return await fn(client);
   } finally {
