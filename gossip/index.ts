@@ -12,6 +12,8 @@ export { versionWallMs, versionWins } from './state/hlc.ts';
 export { KEY_BYTES_MIN, KEYS_MAX, type MeshKey } from './wire/keyring.ts';
 export type { MemberState } from './wire/messages.ts';
 export { NodeTransport, type NodeTransportOptions } from './transport/node-transport.ts';
+export { MESH_TLS_MIN_VERSION_DEFAULT, type MeshTls } from './transport/mesh-tls.ts';
+export { MAC_ONLY_MODES, type MacOnlyMode } from './wire/codec.ts';
 export type { MeshTransport, TransportHandlers, BoundAddress } from './transport/transport.ts';
 export { suspicionTimeoutMs, dynamicTimeoutMs } from './membership/suspicion.ts';
 export { retransmitLimit } from './dissemination/broadcast-queue.ts';

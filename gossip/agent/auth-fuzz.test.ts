@@ -1,6 +1,6 @@
 // Proves a running agent's receive path drops bad datagrams, counted by reason, and applies
-// nothing of them: a table (bad MAC, another cluster, bad version, oversized, garbage) and a
-// seeded fuzz of 100,000 random and mutated datagrams, plus 20,000 authenticated random payloads
+// nothing of them: a table (another key, another cluster, bad version, MAC-only, oversized, garbage) and a
+// seeded fuzz of 100,000 random and mutated datagrams, plus 20,000 sealed random payloads
 // that must not break it; afterwards the agent still probes and the mesh still has one view.
 import { describe, expect, it } from 'vitest';
 import { seededRandom } from '../../src/core/index.ts';
@@ -14,6 +14,7 @@ import { ALL_DROP_REASONS, type DropReason } from './stats.ts';
 const LIMITS = { stateValueBytesMax: 1024, membersMax: 512, stateEntriesMax: 4096 };
 const good = new MeshCodec({ clusterName: 'sim', keyring: new Keyring([SIM_KEY]), datagramBytesMax: 1400, frameBytesMax: 1 << 22, limits: LIMITS });
 const wrongKey = new MeshCodec({ clusterName: 'sim', keyring: new Keyring(['x'.repeat(32)]), datagramBytesMax: 1400, frameBytesMax: 1 << 22, limits: LIMITS });
+const macOnly = new MeshCodec({ clusterName: 'sim', keyring: new Keyring([SIM_KEY]), datagramBytesMax: 1400, frameBytesMax: 1 << 22, limits: LIMITS, macOnly: 'send' });
 const otherCluster = new MeshCodec({ clusterName: 'other', keyring: new Keyring([SIM_KEY]), datagramBytesMax: 1400, frameBytesMax: 1 << 22, limits: LIMITS });
 
 /** Updates that would change the target's view if they were applied. */
@@ -55,10 +56,11 @@ describe('bad datagrams into a running agent', () => {
     const table: [Buffer, DropReason][] = [
       [wrongKey.encodePacket('m1', primary, updates), 'bad-mac'],
       [otherCluster.encodePacket('m1', primary, updates), 'wrong-cluster'],
-      [Buffer.concat([Buffer.from([2]), good.encodePacket('m1', primary, updates).subarray(1)]), 'bad-version'],
+      [Buffer.concat([Buffer.from([3]), good.encodePacket('m1', primary, updates).subarray(1)]), 'bad-version'],
+      [macOnly.encodePacket('m1', primary, updates), 'mac-only'],
       [Buffer.alloc(1401, 1), 'oversized'],
       [Buffer.from('GET / HTTP/1.1\r\nHost: mesh.example\r\nAccept: */*\r\n\r\n'), 'bad-version'],
-      [Buffer.alloc(3), 'malformed'],
+      [Buffer.from([2, 0, 0]), 'malformed'],
       [good.encodePacket('m0', primary, updates), 'from-self'],
       [good.encodePacket('m1', { type: 'ping', seq: 1, target: 'someone-else', sourceAddr: c.addresses[1]! }), 'wrong-target'],
     ];
@@ -122,13 +124,16 @@ describe('bad datagrams into a running agent', () => {
     for (const r of ['oversized', 'bad-version', 'bad-mac', 'malformed', 'wrong-cluster'] as const) expect(d[r] ?? 0).toBeGreaterThan(0);
     expect(fingerprint(c)).toBe(before);
 
-    // Authenticated garbage: correctly MAC'd, random type and payload. It may parse (it is
+    // Authenticated garbage: correctly sealed, random type and payload. It may parse (it is
     // authenticated) or be dropped, but it must never throw out of the receive path.
     const keyring = new Keyring([SIM_KEY]);
+    const aad = Buffer.from([2, 3, ...Buffer.from('sim')]);
     for (let i = 0; i < 20_000; i++) {
-      const head = Buffer.from([1, 1 + int(6), 3, ...Buffer.from('sim'), 2, ...Buffer.from('m9')]);
-      const body = Buffer.concat([head, Buffer.from(Array.from({ length: int(300) }, () => int(256)))]);
-      expect(() => c.network.inject(to, Buffer.concat([body, keyring.sign(body)]))).not.toThrow();
+      const plain = Buffer.concat([Buffer.from([1 + int(6), 2, ...Buffer.from('m9')]), Buffer.from(Array.from({ length: int(300) }, () => int(256)))]);
+      const out = Buffer.alloc(aad.length + 12 + plain.length + 16);
+      aad.copy(out);
+      keyring.sealInto(out, aad.length, aad, plain);
+      expect(() => c.network.inject(to, out)).not.toThrow();
     }
     const probes = c.agents[0]!.stats().probes;
     c.run(10_000);

@@ -8,7 +8,7 @@ import { testSeed } from '../../src/testing/index.ts';
 import { SimClock } from '../sim/sim-clock.ts';
 import { SimCluster, SIM_KEY } from '../sim/sim-cluster.ts';
 import { SimNetwork } from '../sim/sim-network.ts';
-import { MeshCodec } from '../wire/codec.ts';
+import { MeshCodec, type MacOnlyMode } from '../wire/codec.ts';
 import { Keyring } from '../wire/keyring.ts';
 import { encodeUpdate } from '../wire/messages.ts';
 import { MeshAgent, type MemberChange } from './mesh-agent.ts';
@@ -122,12 +122,12 @@ describe('membership', () => {
 });
 
 describe('key rotation', () => {
-  async function agents(keys: string[][], seed: number): Promise<{ clock: SimClock; agents: MeshAgent[] }> {
+  async function agents(keys: string[][], seed: number, macOnly: MacOnlyMode[] = []): Promise<{ clock: SimClock; agents: MeshAgent[] }> {
     const clock = new SimClock();
     const net = new SimNetwork({ clock, seed });
     const list = keys.map(
       (k, i) =>
-        new MeshAgent({ clusterName: 'c', member: `k${i}`, region: 'r', keys: k, advertise: `10.0.0.${i + 1}:1`, seeds: i === 0 ? [] : ['10.0.0.1:1'], clock, transport: net.endpoint(`10.0.0.${i + 1}:1`), randomSeed: seed + i }),
+        new MeshAgent({ clusterName: 'c', member: `k${i}`, region: 'r', keys: k, advertise: `10.0.0.${i + 1}:1`, seeds: i === 0 ? [] : ['10.0.0.1:1'], clock, transport: net.endpoint(`10.0.0.${i + 1}:1`), randomSeed: seed + i, ...(macOnly[i] ? { macOnly: macOnly[i] } : {}) }),
     );
     for (const a of list) await a.start();
     return { clock, agents: list };
@@ -144,6 +144,35 @@ describe('key rotation', () => {
       expect(a.stats().drops['bad-mac']).toBe(0);
     }
     for (const a of list) await a.stop();
+  });
+
+  it('a primary key change: the old key is still accepted while members switch, then dropped', async () => {
+    const seed = testSeed('agent-rotation-steps');
+    // Step 2 of a rotation: k0 already sends with B, k1 and k2 still send with A; all accept both.
+    const { clock, agents: list } = await agents([[B, A], [A, B], [A, B]], seed);
+    clock.advance(10_000);
+    for (const a of list) expect(a.members().filter((m) => m.state === 'alive')).toHaveLength(3);
+    list[0]!.setState('during/rotation', 1);
+    clock.advance(5_000);
+    for (const a of list) {
+      expect(a.stateOf('during/rotation')?.value).toBe(1);
+      expect(a.stats().drops['bad-mac']).toBe(0);
+    }
+    for (const a of list) await a.stop();
+  });
+
+  it("a rolling upgrade from the MAC-only wire: 'send' and 'accept' members form one mesh; an 'off' member refuses 'send' as mac-only", async () => {
+    const seed = testSeed('agent-mac-only');
+    const mixed = await agents([[A], [A], [A]], seed, ['send', 'accept', 'accept']);
+    mixed.clock.advance(10_000);
+    for (const a of mixed.agents) expect(a.members().filter((m) => m.state === 'alive')).toHaveLength(3);
+    for (const a of mixed.agents) await a.stop();
+    // A member still sending MAC-only cannot join a member that accepts encrypted messages only.
+    const strict = await agents([[A], [A]], seed + 1, ['off', 'send']);
+    strict.clock.advance(10_000);
+    expect(strict.agents[0]!.member('k1')).toBeUndefined();
+    expect(strict.agents[0]!.stats().drops['mac-only']).toBeGreaterThan(0);
+    for (const a of strict.agents) await a.stop();
   });
 
   it('a member holding only a key the others do not accept is dropped as bad-mac and never joins', async () => {

@@ -80,13 +80,15 @@ export class MeshAgent {
       keyring,
       datagramBytesMax: this.limits.datagramBytesMax,
       frameBytesMax: this.limits.frameBytesMax,
+      ...(options.macOnly !== undefined ? { macOnly: options.macOnly } : {}),
       limits: { stateValueBytesMax: this.limits.stateValueBytesMax, membersMax: this.limits.membersMax, stateEntriesMax: this.limits.stateEntriesMax },
     });
     this.clock = options.clock ?? systemClock;
     this.random = seededRandom(options.randomSeed ?? randomInt(0, 2 ** 31));
     this.log = (options.logger ?? silentLogger).child({ component: 'mesh', member: options.member });
     this.events = new MeshEvents(this.log);
-    this.transport = options.transport ?? new NodeTransport({ host: options.bindHost ?? '127.0.0.1', port: options.bindPort ?? MESH_PORT_DEFAULT });
+    if (options.tls !== undefined && options.transport !== undefined) throw bad('tls', 'TLS is for the default socket transport; an injected transport brings its own');
+    this.transport = options.transport ?? new NodeTransport({ host: options.bindHost ?? '127.0.0.1', port: options.bindPort ?? MESH_PORT_DEFAULT, ...(options.tls ? { tls: options.tls } : {}) });
     this.queue = new BroadcastQueue({ retransmitMult: this.config.retransmitMult, queueMax: this.limits.broadcastQueueMax });
     this.awareness = new Awareness(this.config.lhmMax);
     this.dial = makeDialer(options.translate ?? ((advertised) => advertised), this.log);
@@ -184,6 +186,7 @@ export class MeshAgent {
           if (this.phase !== 'running' && this.phase !== 'leaving') return reply(null);
           this.pushPull.onStream(request, reply);
         },
+        onRefused: (reason, from) => this.drop('tls-refused', `${from}: ${reason}`),
       },
       { frameBytesMax: this.limits.frameBytesMax },
     );

@@ -4,7 +4,9 @@
  * config.ts, keys in wire/keyring.ts, the bind address by the socket transport).
  */
 import { EdgeqError, type Clock, type Logger } from '../../src/core/index.ts';
+import type { MeshTls } from '../transport/mesh-tls.ts';
 import type { MeshTransport } from '../transport/transport.ts';
+import type { MacOnlyMode } from '../wire/codec.ts';
 import type { MeshKey } from '../wire/keyring.ts';
 import { isAddress, isMemberId, isRegion, tagsProblem } from '../wire/names.ts';
 import type { MeshConfig, MeshLimits } from './config.ts';
@@ -24,6 +26,13 @@ export interface MeshAgentOptions {
   keys: readonly MeshKey[];
   /** Accept keys shorter than 32 bytes: the local dev deployment only. */
   insecureDevKey?: boolean;
+  /**
+   * The MAC-only wire of the first release (wire/codec.ts): 'off' (default) accepts encrypted
+   * messages only; 'send' and 'accept' are the two steps of a rolling upgrade from it.
+   */
+  macOnly?: MacOnlyMode;
+  /** TLS with mutual authentication for push-pull over TCP (the default transport only). */
+  tls?: MeshTls;
   /** Where the default transport binds (127.0.0.1 unless told otherwise). */
   bindHost?: string;
   bindPort?: number;

@@ -25,9 +25,11 @@ export type DropReason =
   /** A state entry written more than futureDriftMsMax ahead of this member's clock. */
   | 'state-future'
   /** A JSON state entry whose value does not parse. */
-  | 'state-malformed';
+  | 'state-malformed'
+  /** A push-pull stream refused by TLS: no client certificate, an untrusted one, or plaintext. */
+  | 'tls-refused';
 
-export const ALL_DROP_REASONS: readonly DropReason[] = [...DROP_REASONS, 'from-self', 'wrong-target', 'acks-full', 'members-full', 'state-full', 'state-future', 'state-malformed'];
+export const ALL_DROP_REASONS: readonly DropReason[] = [...DROP_REASONS, 'from-self', 'wrong-target', 'acks-full', 'members-full', 'state-full', 'state-future', 'state-malformed', 'tls-refused'];
 
 /** Counters of one agent since it was created. */
 export interface MeshStats {

@@ -6,12 +6,22 @@
  * Inbound streams are bounded: at most `streamsMax` at once (more are closed on accept), one
  * frame each, `streamIdleMs` to deliver it, and the frame decoder refuses a length over the bound
  * before buffering it.
+ *
+ * With `tls` (mesh-tls.ts) the TCP side is TLS with mutual authentication: a connection whose
+ * handshake fails (a plaintext client, an old protocol version) or whose client certificate is
+ * missing or does not verify (another CA, expired) is refused before a byte of its frame is
+ * read, counted in `stats.tlsRefused` and reported through `onRefused`; in-progress handshakes
+ * count against `streamsMax` (server.maxConnections) and have `streamIdleMs` to finish. The
+ * listener follows the material's reloads. UDP is unchanged: datagrams are sealed by the codec
+ * (wire/keyring.ts).
  */
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { connect, createServer, type Server, type Socket } from 'node:net';
+import { connect as tlsConnect, createServer as createTlsServer, type TLSSocket } from 'node:tls';
 import { EdgeqError } from '../../src/core/index.ts';
 import { encodeFrame, FrameDecoder } from '../wire/frames.ts';
 import { parseAddress } from '../wire/names.ts';
+import { meshTlsClientOptions, meshTlsRefusal, meshTlsServerOptions, type MeshTls } from './mesh-tls.ts';
 import type { BoundAddress, MeshTransport, TransportHandlers, TransportStartOptions } from './transport.ts';
 
 /** Inbound push-pull streams open at once. */
@@ -31,6 +41,8 @@ export interface NodeTransportOptions {
   port: number;
   streamsMax?: number;
   streamIdleMs?: number;
+  /** TLS with mutual authentication on the TCP side (push-pull); absent: plain TCP. */
+  tls?: MeshTls;
 }
 
 /** Counters of what the sockets did outside the agent's view. */
@@ -38,6 +50,8 @@ export interface NodeTransportStats {
   sendErrors: number;
   streamsRefused: number;
   streamErrors: number;
+  /** Inbound TLS handshakes refused (no or untrusted client certificate, plaintext, a peer check). */
+  tlsRefused: number;
 }
 
 /** UDP + TCP on one port. */
@@ -49,7 +63,8 @@ export class NodeTransport implements MeshTransport {
   private readonly streamIdleMs: number;
   /** The bound on answers to our own exchanges, set by start(). */
   private frameBytesMax = 0;
-  readonly stats: NodeTransportStats = { sendErrors: 0, streamsRefused: 0, streamErrors: 0 };
+  private unfollow: (() => void) | null = null;
+  readonly stats: NodeTransportStats = { sendErrors: 0, streamsRefused: 0, streamErrors: 0, tlsRefused: 0 };
 
   constructor(private readonly options: NodeTransportOptions) {
     if (parseAddress(`${options.host.includes(':') ? `[${options.host}]` : options.host}:1`) === null) {
@@ -67,7 +82,7 @@ export class NodeTransport implements MeshTransport {
     this.frameBytesMax = options.frameBytesMax;
     let lastErr: unknown = null;
     for (let attempt = 0; attempt < (this.options.port === 0 ? BIND_ATTEMPTS_MAX : 1); attempt++) {
-      const server = createServer((socket) => this.accept(socket, handlers, options.frameBytesMax));
+      const server = this.listener(handlers, options.frameBytesMax);
       try {
         const port = await new Promise<number>((resolve, reject) => {
           server.once('error', reject);
@@ -90,6 +105,12 @@ export class NodeTransport implements MeshTransport {
         server.on('error', () => void this.stats.streamErrors++);
         this.udp = udp;
         this.server = server;
+        const tls = this.options.tls;
+        if (tls?.onChange) {
+          const tlsServer = server as ReturnType<typeof createTlsServer>;
+          // New handshakes get the reloaded certificate; open streams keep theirs.
+          this.unfollow = tls.onChange(() => tlsServer.setSecureContext(meshTlsServerOptions(tls, this.streamIdleMs)));
+        }
         return { host, port };
       } catch (err) {
         lastErr = err;
@@ -97,6 +118,28 @@ export class NodeTransport implements MeshTransport {
       }
     }
     throw new EdgeqError('INVALID_CONFIG', `cannot bind the mesh on ${host}:${this.options.port}: ${(lastErr as Error)?.message}`, { cause: lastErr, details: { key: 'bindPort' } });
+  }
+
+  /** The TCP listener: plain, or TLS with client certificates required. */
+  private listener(handlers: TransportHandlers, frameBytesMax: number): Server {
+    const tls = this.options.tls;
+    if (!tls) return createServer((socket) => this.accept(socket, handlers, frameBytesMax));
+    const server = createTlsServer(meshTlsServerOptions(tls, this.streamIdleMs), (socket) => {
+      const refusal = meshTlsRefusal(tls, socket);
+      if (refusal !== null) return this.refuse(socket, handlers, refusal);
+      this.accept(socket, handlers, frameBytesMax);
+    });
+    // Handshakes in progress hold sockets too: they count against the same bound.
+    server.maxConnections = this.streamsMax;
+    server.on('drop', () => void this.stats.streamsRefused++);
+    server.on('tlsClientError', (err, socket) => this.refuse(socket, handlers, err.message));
+    return server;
+  }
+
+  private refuse(socket: TLSSocket, handlers: TransportHandlers, reason: string): void {
+    this.stats.tlsRefused++;
+    handlers.onRefused?.(reason, socket.remoteAddress ? `${socket.remoteAddress}:${socket.remotePort}` : 'a closed connection');
+    socket.destroy();
   }
 
   private accept(socket: Socket, handlers: TransportHandlers, frameBytesMax: number): void {
@@ -154,7 +197,8 @@ export class NodeTransport implements MeshTransport {
       return;
     }
     let finished = false;
-    const socket = connect({ host: addr.host, port: addr.port });
+    const tls = this.options.tls;
+    const socket: Socket = tls ? tlsConnect({ host: addr.host, port: addr.port, ...meshTlsClientOptions(tls) }) : connect({ host: addr.host, port: addr.port });
     this.open.add(socket);
     const finish = (err: EdgeqError | null, response: Buffer | null): void => {
       if (finished) return;
@@ -167,7 +211,8 @@ export class NodeTransport implements MeshTransport {
     const timer = setTimeout(() => finish(new EdgeqError('TIMEOUT', `push-pull with ${to} took over ${timeoutMs} ms`), null), timeoutMs);
     timer.unref();
     const decoder = new FrameDecoder(this.frameBytesMax);
-    socket.on('connect', () => socket.write(encodeFrame(request)));
+    // Over TLS the frame goes once the handshake has verified the listener (never before).
+    socket.on(tls ? 'secureConnect' : 'connect', () => socket.write(encodeFrame(request)));
     socket.on('data', (chunk) => {
       try {
         const frame = decoder.push(chunk)[0];
@@ -181,6 +226,8 @@ export class NodeTransport implements MeshTransport {
   }
 
   async stop(): Promise<void> {
+    this.unfollow?.();
+    this.unfollow = null;
     for (const s of this.open) s.destroy();
     this.open.clear();
     const udp = this.udp;

@@ -22,6 +22,8 @@ export interface TransportHandlers {
    * close without one.
    */
   onStream(request: Buffer, from: string, reply: (response: Buffer | null) => void): void;
+  /** A stream was refused before its frame was read (a failed TLS handshake, a refused certificate). */
+  onRefused?(reason: string, from: string): void;
 }
 
 /** Options the agent hands the transport when it starts. */

@@ -12,6 +12,14 @@
  * etcd counts lease TTLs in whole seconds: `grantLease(1500)` asks for 2 s, and the server may
  * raise a TTL to its minimum (1.5 × election timeout, rounded up). `Lease.ttlMs` is what etcd
  * granted. The server checks expiry every 500 ms, so keys may outlive their TTL by about that.
+ *
+ * TLS (`tls`): the client verifies etcd's certificate against `ca` (and its name or IP against the
+ * endpoint, as gRPC does) and presents `cert`/`key` when etcd runs with `--client-cert-auth`.
+ * Endpoints must then be `https://`; a mix, or `http://` with TLS, is a configuration error, never
+ * a silent plaintext link. The PEM bytes are read once (etcd3 builds its gRPC credentials when the
+ * client is made): a renewed client certificate takes a restart of the process. The protocol
+ * floor is the server's (gRPC's `createSsl` has no minimum-version option; Node and etcd 3.4
+ * negotiate TLS 1.3).
  */
 import { Etcd3, EtcdLeaseInvalidError, type IKeyValue, type IOptions, type IRequestOp, type Watcher } from 'etcd3';
 import { EdgeqError, silentLogger, systemClock, type Clock, type Logger } from '../../src/core/index.ts';
@@ -40,6 +48,29 @@ export interface EtcdArbiterOptions {
   watchesMax?: number;
   clock?: Clock;
   logger?: Logger;
+  /** TLS to etcd: PEM bytes of the CA that signed etcd's certificate, and this client's certificate and key for `--client-cert-auth`. */
+  tls?: EtcdTlsOptions;
+}
+
+/** The PEM material of a TLS link to etcd. */
+export interface EtcdTlsOptions {
+  ca: Buffer;
+  cert?: Buffer;
+  key?: Buffer;
+}
+
+/** Checks TLS options against the endpoints; the etcd3 credentials, or undefined without TLS. */
+function etcdCredentials(hosts: string[], tls: EtcdTlsOptions | undefined): IOptions['credentials'] {
+  const bad = (message: string): EdgeqError => new EdgeqError('INVALID_CONFIG', message, { details: { key: 'etcd.tls' } });
+  const secure = hosts.filter((h) => h.startsWith('https://')).length;
+  if (tls === undefined) {
+    if (secure > 0) throw bad('etcd endpoints are https:// but no TLS material (CA) is given');
+    return undefined;
+  }
+  if (secure !== hosts.length) throw bad(`TLS to etcd needs every endpoint to be https:// (got ${hosts.join(', ')})`);
+  if (!Buffer.isBuffer(tls.ca) || tls.ca.length === 0) throw bad('TLS to etcd needs the CA that signed etcd\'s certificate');
+  if ((tls.cert === undefined) !== (tls.key === undefined)) throw bad('an etcd client certificate needs its key, and a key its certificate');
+  return { rootCertificate: tls.ca, ...(tls.cert ? { certChain: tls.cert } : {}), ...(tls.key ? { privateKey: tls.key } : {}) };
 }
 
 type FaultHandling = NonNullable<IOptions['faultHandling']>;
@@ -70,8 +101,10 @@ export class EtcdArbiter implements Arbiter {
     this.clock = options.clock ?? systemClock;
     this.logger = options.logger ?? silentLogger;
     const timeoutMs = this.requestTimeoutMs;
+    const credentials = etcdCredentials(typeof options.hosts === 'string' ? [options.hosts] : options.hosts, options.tls);
     this.client = new Etcd3({
       hosts: options.hosts,
+      ...(credentials ? { credentials } : {}),
       dialTimeout: timeoutMs,
       // Unary calls get a deadline; streams (watch, keepalive) live as long as they are used.
       defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + timeoutMs }),

@@ -6,12 +6,17 @@
  */
 import { EdgeqError, type Logger } from '../core/index.ts';
 import type { Config } from '../config/index.ts';
-import { EmbeddedArbiter, EtcdArbiter, type Arbiter } from '../../region/arbiter/index.ts';
+import { EmbeddedArbiter, EtcdArbiter, type Arbiter, type EtcdTlsOptions } from '../../region/arbiter/index.ts';
 import { ArbiterCellController } from '../../region/cell/index.ts';
 import { parseAddress } from '../client/index.ts';
 
+/** How the arbiter is reached beyond the config: TLS to etcd (src/cli/etcd-tls.ts). */
+export interface ArbiterSecurity {
+  etcdTls?: EtcdTlsOptions;
+}
+
 /** The arbiter client for `config.cell`. */
-export function createArbiter(config: Config, logger: Logger): Arbiter {
+export function createArbiter(config: Config, logger: Logger, security: ArbiterSecurity = {}): Arbiter {
   const endpoints = config.cell.endpoints
     .split(',')
     .map((s) => s.trim())
@@ -23,13 +28,14 @@ export function createArbiter(config: Config, logger: Logger): Arbiter {
     const { host, port } = parseAddress(endpoints[0]!);
     return new EmbeddedArbiter({ host, port, logger });
   }
-  return new EtcdArbiter({ hosts: endpoints.map((e) => `http://${e}`), logger });
+  const scheme = security.etcdTls ? 'https' : 'http';
+  return new EtcdArbiter({ hosts: endpoints.map((e) => `${scheme}://${e}`), logger, ...(security.etcdTls ? { tls: security.etcdTls } : {}) });
 }
 
 /** The controller through which the broker joins its cell. */
-export async function createCellController(config: Config, logger: Logger): Promise<ArbiterCellController> {
+export async function createCellController(config: Config, logger: Logger, security: ArbiterSecurity = {}): Promise<ArbiterCellController> {
   return new ArbiterCellController({
-    arbiter: createArbiter(config, logger),
+    arbiter: createArbiter(config, logger, security),
     cellId: config.cell.id,
     leaseTtlMs: config.cell.leaseTtlMs,
     cellSize: config.cell.size,

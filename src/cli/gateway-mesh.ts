@@ -9,9 +9,19 @@
  * map (`EDGEQ_MESH_ADDRESS_MAP`, JSON `{"udp": {advertised: local}, "tcp": {…}}`) is what the dev
  * deployment hands each region: the only way it reaches other regions is its own end of the
  * emulated links.
+ *
+ * Mesh security beyond the key (`addMeshSecurityOptions`, `meshSecurityFrom`): push-pull over
+ * mutual TLS with `--mesh-tls-ca` (the CA every member's certificate is checked against: it
+ * decides who is a member, so it is never taken from the HTTPS listener's `--tls-ca`, which is
+ * about HTTP clients), presenting `--mesh-tls-cert`/`--mesh-tls-key`, by default the gateway's
+ * own `--tls-cert`/`--tls-key` (which then need both server and client usages), reloaded when
+ * the files change; and `--mesh-mac-only` for a rolling upgrade from the MAC-only wire.
  */
+import type { TlsClientSource } from '../protocol/index.ts';
+import type { Command } from 'commander';
 import type { Registry } from 'prom-client';
-import { MeshAgent, registerMeshMetrics, type MeshKey } from '../../gossip/index.ts';
+import { MAC_ONLY_MODES, MeshAgent, registerMeshMetrics, type MacOnlyMode, type MeshKey } from '../../gossip/index.ts';
+import { FileTlsMaterial, tlsFilesFromFlags, type TlsMaterial } from '../tls/index.ts';
 import { GlobalCatalogue, MeshKeys, RegionPublisher, type ForecastSummary, type RegionHealth, type RegionInfo } from '../../gossip/region/index.ts';
 import { ClusterCells, Exchange, exchangeLimits, parseCursorKey, registerExchangeMetrics, type ExchangeLimits, type PartitionCursors } from '../../gossip/exchange/index.ts';
 import { ClusterGeoCell, GeoGroups } from '../../gossip/failover/index.ts';
@@ -46,6 +56,74 @@ export interface GatewayMeshOptions {
   keys: MeshKey[];
   translate: (advertised: string, kind: 'udp' | 'tcp') => string;
   logger: Logger;
+  /** How the exchange and group failover reach brokers that serve TLS or need credentials (the gateway's own). */
+  brokerSecurity?: { tls?: TlsClientSource; apiKey?: string };
+  /** Push-pull over mutual TLS (from `meshSecurityFrom`); closed with the mesh. */
+  tls?: TlsMaterial;
+  /** The MAC-only wire's rolling-upgrade step (`--mesh-mac-only`); absent: off. */
+  macOnly?: MacOnlyMode;
+}
+
+/** The mesh security flags. */
+export interface MeshSecurityFlags {
+  meshTlsCa?: string;
+  meshTlsCert?: string;
+  meshTlsKey?: string;
+  meshTlsMinVersion?: string;
+  meshMacOnly?: string;
+  /** The gateway's own certificate, the default of the mesh's. */
+  tlsCert?: string;
+  tlsKey?: string;
+}
+
+/** Adds the mesh security flags to `edgeq gateway`. */
+export function addMeshSecurityOptions(command: Command): Command {
+  return command
+    .option('--mesh-tls-ca <file>', 'PEM CA of the mesh: push-pull (TCP) runs over mutual TLS and only its certificates are members (EDGEQ_MESH_TLS_CA)')
+    .option('--mesh-tls-cert <file>', 'PEM certificate this member presents, with server and client usages (EDGEQ_MESH_TLS_CERT; default --tls-cert); reloaded when the file changes')
+    .option('--mesh-tls-key <file>', 'PEM private key of --mesh-tls-cert (EDGEQ_MESH_TLS_KEY; default --tls-key)')
+    .option('--mesh-tls-min-version <v>', 'lowest TLS version of the mesh: 1.3 (default) or 1.2 (EDGEQ_MESH_TLS_MIN_VERSION)')
+    .option('--mesh-mac-only <mode>', 'the MAC-only (unencrypted) mesh wire of the first release: off (default), accept, or send: the steps of a rolling upgrade (EDGEQ_MESH_MAC_ONLY; docs/security.md)');
+}
+
+/** The mesh's TLS material and wire mode from the flags, then EDGEQ_MESH_*, checked before anything binds. */
+export async function meshSecurityFrom(flags: MeshSecurityFlags, meshOn: boolean, logger: Logger, env: NodeJS.ProcessEnv = process.env): Promise<{ tls?: TlsMaterial; macOnly?: MacOnlyMode }> {
+  const get = (flag: string | undefined, name: string): string | undefined => flag ?? (env[name] === '' ? undefined : env[name]);
+  const ca = get(flags.meshTlsCa, 'EDGEQ_MESH_TLS_CA');
+  const ownCert = get(flags.meshTlsCert, 'EDGEQ_MESH_TLS_CERT');
+  const ownKey = get(flags.meshTlsKey, 'EDGEQ_MESH_TLS_KEY');
+  const rawMode = get(flags.meshMacOnly, 'EDGEQ_MESH_MAC_ONLY');
+  if (!meshOn) {
+    if (ca !== undefined || ownCert !== undefined || ownKey !== undefined || rawMode !== undefined) {
+      throw new EdgeqError('INVALID_CONFIG', '--mesh-tls-* and --mesh-mac-only need a mesh (--mesh-port)', { details: { key: '--mesh-port' } });
+    }
+    return {};
+  }
+  let macOnly: MacOnlyMode | undefined;
+  if (rawMode !== undefined) {
+    if (!MAC_ONLY_MODES.includes(rawMode as MacOnlyMode)) throw new EdgeqError('INVALID_CONFIG', `--mesh-mac-only must be one of ${MAC_ONLY_MODES.join(', ')}, got ${rawMode}`, { details: { key: '--mesh-mac-only' } });
+    macOnly = rawMode as MacOnlyMode;
+    if (macOnly !== 'off') logger.warn({ macOnly }, 'the mesh accepts MAC-only (unencrypted) messages: a rolling-upgrade step, to be turned off once every member runs the encrypted wire');
+  }
+  if (ca === undefined) {
+    if (ownCert !== undefined || ownKey !== undefined) throw new EdgeqError('INVALID_CONFIG', '--mesh-tls-cert/--mesh-tls-key need --mesh-tls-ca: the CA decides who is a member of the mesh', { details: { key: '--mesh-tls-ca' } });
+    return macOnly ? { macOnly } : {};
+  }
+  const useOwn = ownCert !== undefined || ownKey !== undefined;
+  if (!useOwn && get(flags.tlsCert, 'EDGEQ_TLS_CERT') === undefined) {
+    throw new EdgeqError('INVALID_CONFIG', '--mesh-tls-ca needs a certificate for this member: --mesh-tls-cert and --mesh-tls-key, or the gateway\'s --tls-cert and --tls-key', { details: { key: '--mesh-tls-cert' } });
+  }
+  const files = tlsFilesFromFlags(
+    {
+      tlsCa: ca,
+      tlsCert: useOwn ? ownCert : get(flags.tlsCert, 'EDGEQ_TLS_CERT'),
+      tlsKey: useOwn ? ownKey : get(flags.tlsKey, 'EDGEQ_TLS_KEY'),
+      tlsMinVersion: get(flags.meshTlsMinVersion, 'EDGEQ_MESH_TLS_MIN_VERSION'),
+    },
+    { role: 'server', prefix: useOwn ? '--mesh-tls' : '--tls' },
+  );
+  const tls = await FileTlsMaterial.load(files!, { logger: logger.child({ component: 'mesh-tls' }) });
+  return { tls, ...(macOnly ? { macOnly } : {}) };
 }
 
 /** A running mesh for one gateway. */
@@ -151,6 +229,8 @@ export async function startGatewayMesh(o: GatewayMeshOptions): Promise<GatewayMe
     seeds: o.seeds,
     translate: o.translate,
     logger: o.logger,
+    ...(o.tls ? { tls: o.tls } : {}),
+    ...(o.macOnly ? { macOnly: o.macOnly } : {}),
   });
   await agent.start();
   const stopMetrics = registerMeshMetrics(o.registry, agent);
@@ -174,12 +254,13 @@ export async function startGatewayMesh(o: GatewayMeshOptions): Promise<GatewayMe
     logger: o.logger,
     requestTimeoutMs: limits.fetchTimeoutMs,
     appendTimeoutMs: limits.appendTimeoutMs,
+    ...(o.brokerSecurity ? { security: o.brokerSecurity } : {}),
   });
   const exchange = new Exchange({ mesh: agent, cells, topics: () => catalogue.list().map((t) => ({ name: t.name, partitions: t.partitions })), limits, logger: o.logger });
   registerExchangeMetrics(o.registry, exchange);
   exchange.start();
   // Group positions for failover between regions: published and translated by the exchange's gateway.
-  const geoCell = new ClusterGeoCell({ region: o.region, localBrokers: o.localBrokers, logger: o.logger });
+  const geoCell = new ClusterGeoCell({ region: o.region, localBrokers: o.localBrokers, logger: o.logger, ...(o.brokerSecurity ? { security: o.brokerSecurity } : {}) });
   const geoGroups = new GeoGroups({
     mesh: agent,
     cell: geoCell,
@@ -236,6 +317,7 @@ export async function startGatewayMesh(o: GatewayMeshOptions): Promise<GatewayMe
       stopMetrics();
       // Leaving says so (left, not dead), so the others do not wait out a suspicion.
       await agent.leave().catch(() => undefined);
+      o.tls?.close();
     },
   };
 }

@@ -10,7 +10,8 @@
  * 1 s election timeout they would silently become 2 s), and a lost leader is replaced quickly.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { get as httpsGet } from 'node:https';
 import { tempDir } from './tmp.ts';
 import { freePort } from './ports.ts';
 
@@ -61,13 +62,29 @@ process.once('exit', () => {
   for (const child of running) child.kill('SIGKILL');
 });
 
+/**
+ * TLS on the client port (`https://`, `--client-cert-auth`): etcd presents `certFile` and accepts
+ * client certificates of `caFile` only. The health check presents the same certificate as a
+ * client (the test CA's server certificates carry both usages). Peers stay plaintext.
+ */
+export interface EtcdTlsFiles {
+  certFile: string;
+  keyFile: string;
+  caFile: string;
+}
+
+/** Options of the started etcd. */
+export interface EtcdStartOptions {
+  tls?: EtcdTlsFiles;
+}
+
 /** Starts a single-node etcd and waits until it is healthy. */
-export async function startEtcd(): Promise<EtcdCluster> {
-  return startEtcdCluster(1);
+export async function startEtcd(options: EtcdStartOptions = {}): Promise<EtcdCluster> {
+  return startEtcdCluster(1, options);
 }
 
 /** Starts an `size`-node etcd cluster on 127.0.0.1 and waits until every node is healthy. */
-export async function startEtcdCluster(size: number): Promise<EtcdCluster> {
+export async function startEtcdCluster(size: number, options: EtcdStartOptions = {}): Promise<EtcdCluster> {
   if (!etcdAvailable()) throw new Error(`${ETCD_BIN} not found: run scripts/test.sh or apt-get install etcd-server etcd-client`);
   const token = `edgeq-${process.pid}-${Date.now().toString(36)}`;
   const specs: { name: string; clientPort: number; peerPort: number; dataDir: string }[] = [];
@@ -75,7 +92,7 @@ export async function startEtcdCluster(size: number): Promise<EtcdCluster> {
     specs.push({ name: `n${i}`, clientPort: await freePort(), peerPort: await freePort(), dataDir: await tempDir(`etcd-n${i}-`) });
   }
   const initialCluster = specs.map((s) => `${s.name}=http://127.0.0.1:${s.peerPort}`).join(',');
-  const nodes = specs.map((s) => makeNode(s, initialCluster, token));
+  const nodes = specs.map((s) => makeNode(s, initialCluster, token, options.tls));
   for (const n of nodes) await n.restart();
   try {
     await Promise.all(nodes.map((n) => n.waitHealthy()));
@@ -92,8 +109,23 @@ export async function startEtcdCluster(size: number): Promise<EtcdCluster> {
   };
 }
 
-function makeNode(spec: { name: string; clientPort: number; peerPort: number; dataDir: string }, initialCluster: string, token: string): EtcdNode {
-  const clientUrl = `http://127.0.0.1:${spec.clientPort}`;
+/** GET `url` over TLS presenting `tls`'s certificate; the status and body. */
+function getTls(url: string, tls: EtcdTlsFiles, timeoutMs: number): Promise<{ ok: boolean; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpsGet(url, { ca: readFileSync(tls.caFile), cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile), timeout: timeoutMs }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (text += c));
+      res.on('end', () => resolve({ ok: (res.statusCode ?? 0) < 300, text }));
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+    req.on('error', reject);
+  });
+}
+
+function makeNode(spec: { name: string; clientPort: number; peerPort: number; dataDir: string }, initialCluster: string, token: string, tls?: EtcdTlsFiles): EtcdNode {
+  const clientUrl = `${tls ? 'https' : 'http'}://127.0.0.1:${spec.clientPort}`;
   const peerUrl = `http://127.0.0.1:${spec.peerPort}`;
   // On a restart etcd finds its data folder and ignores the initial-cluster flags.
   const args = [
@@ -111,6 +143,7 @@ function makeNode(spec: { name: string; clientPort: number; peerPort: number; da
     '--logger', 'zap',
     '--log-outputs', 'stderr',
     '--log-level', 'warn',
+    ...(tls ? ['--cert-file', tls.certFile, '--key-file', tls.keyFile, '--client-cert-auth', '--trusted-ca-file', tls.caFile] : []),
   ];
   let child: ChildProcess | null = null;
   let exited: Promise<void> = Promise.resolve();
@@ -161,8 +194,8 @@ function makeNode(spec: { name: string; clientPort: number; peerPort: number; da
       while (Date.now() < deadline) {
         if (!child) throw new Error(`etcd ${spec.name} exited before becoming healthy: ${stderrTail}`);
         try {
-          const res = await fetch(`${clientUrl}/health`, { signal: AbortSignal.timeout(1_000) });
-          last = await res.text();
+          const res = tls ? await getTls(`${clientUrl}/health`, tls, 1_000) : await fetch(`${clientUrl}/health`, { signal: AbortSignal.timeout(1_000) });
+          last = typeof res.text === 'string' ? res.text : await res.text();
           if (res.ok && /"health":\s*"true"/.test(last)) return;
         } catch (err) {
           last = (err as Error).message;
