@@ -21,7 +21,8 @@ import type { Clock } from '../../src/core/index.ts';
 import { EdgeqError, toEdgeqError, type Logger } from '../../src/core/index.ts';
 import { readBatchHeader, splitBatches } from '../../src/log/index.ts';
 import { backoffDelayMs } from '../../src/client/index.ts';
-import type { CellAccess, OriginFetchResult } from './cell-access.ts';
+import type { ApplyResult, CellAccess, OriginFetchResult } from './cell-access.ts';
+import { traceApplied, traceNowMs } from '../../src/tracing/index.ts';
 import type { LinkBudget } from './link-budget.ts';
 import type { ExchangeLimits } from './limits.ts';
 
@@ -375,17 +376,20 @@ export class Replicator {
     }
     interface InFlight {
       run: Run;
-      done: Promise<unknown>;
+      done: Promise<ApplyResult>;
     }
+    const fetchedMs = traceNowMs();
     const queue: InFlight[] = [];
     let failure: unknown = null;
     const settle = async (f: InFlight): Promise<void> => {
+      let applied: ApplyResult;
       try {
-        await f.done;
+        applied = await f.done;
       } catch (err) {
         failure ??= err;
         return;
       }
+      traceApplied({ topic: this.topic, partition: this.partition, batches: f.run.parts, startMs: fetchedMs, baseOffset: applied.baseOffset, duplicate: applied.duplicate });
       if (failure !== null) return; // the log will say what landed after a failed run
       this.cursor = f.run.last;
       this.appliedRecords += f.run.records;

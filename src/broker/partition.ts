@@ -48,6 +48,8 @@ export interface PartitionProduceOptions {
   region?: string;
   /** An applied batch's precondition on its origin's cursor (see OriginState.inspect). */
   originCursorExpected?: number;
+  /** Told when the log append finished, before any wait for the ISR (tracing's append/commit split). */
+  onAppended?: (r: AppendResult) => void;
 }
 
 /** What the partition asks of the cell around it. */
@@ -375,6 +377,7 @@ export class Partition {
     if (all) this.checkMinIsr('before the append');
     await this.readyToLead(options);
     const result = await this.log.append(batch, { leaderEpoch: this.leaderEpoch, ...(options.originCursorExpected !== undefined ? { originCursorExpected: options.originCursorExpected } : {}) });
+    options.onAppended?.(result);
     if (!all) return result;
     await this.waitForHw(result.lastOffset + 1, options.timeoutMs ?? 30_000);
     return result;
@@ -411,6 +414,7 @@ export class Partition {
     const settled = await Promise.allSettled(appends);
     const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     const written = settled.filter((r): r is PromiseFulfilledResult<AppendResult> => r.status === 'fulfilled').map((r) => r.value);
+    if (written.length > 0) options.onAppended?.(written[0]!);
     if (all && written.length > 0) await this.waitForHw(Math.max(...written.map((w) => w.lastOffset)) + 1, options.timeoutMs ?? 30_000);
     if (failed) throw failed.reason;
     return {

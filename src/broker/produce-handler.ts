@@ -6,6 +6,7 @@ import { EdgeqError, systemClock, type Clock } from '../core/index.ts';
 import type { BrokerMetrics } from '../metrics/index.ts';
 import { Acks, wireError, type ProducePartitionResult, type ProduceRequest, type ProduceResponse } from '../protocol/index.ts';
 import type { TopicManager } from './topic-manager.ts';
+import { traceAppend, type AppendTrace } from '../tracing/index.ts';
 
 /** Bounds of produce handling. */
 export interface ProduceLimits {
@@ -36,14 +37,17 @@ export async function handleProduce(
       name: t.name,
       partitions: await Promise.all(
         t.partitions.map(async (pp): Promise<ProducePartitionResult> => {
+          let trace: AppendTrace | null = null;
           const base: ProducePartitionResult = { partition: pp.partition, baseOffset: -1, logAppendTimeMs: -1, logStartOffset: -1, leaderEpoch: -1 };
           try {
             deps.topics.checkTopicId(t.name, t.topicId);
             const p = deps.topics.partition(t.name, pp.partition);
             base.leaderEpoch = p.leaderEpoch;
             const all = acks === Acks.ALL || acks === Acks.UNSPECIFIED;
+            trace = traceAppend(t.name, pp.partition, pp.records, { acks: all ? 'all' : 'leader', brokerId: p.brokerId });
             const r = await withTimeout(
               p.produce(pp.records, {
+                ...(trace ? { onAppended: trace.appended } : {}),
                 leaderEpoch: pp.leaderEpoch ?? null,
                 acks: all ? 'all' : 'leader',
                 timeoutMs,
@@ -57,8 +61,10 @@ export async function handleProduce(
             );
             // A duplicate wrote nothing new: it is not counted again.
             if (metrics && r.duplicate !== true) metrics.recordProduce(r.lastOffset - r.baseOffset + 1, pp.records.byteLength);
+            trace?.end({ isrSize: p.isr.length });
             return { ...base, baseOffset: r.baseOffset, logAppendTimeMs: r.appendTimeMs, logStartOffset: p.logStartOffset, duplicate: r.duplicate === true };
           } catch (err) {
+            trace?.end({ err });
             return { ...base, error: wireError(err) };
           }
         }),

@@ -13,6 +13,7 @@
 import { EdgeqError, silentLogger, systemClock, toEdgeqError, type Clock, type Logger } from '../core/index.ts';
 import { Connection, errorOf, internalClientId, type ApiName, type FetchRequest, type OffsetForLeaderEpochRequest, type RequestOf, type ResponseOf } from '../protocol/index.ts';
 import type { Partition } from './partition.ts';
+import { traceReplica } from '../tracing/index.ts';
 
 /** Bounds of replica fetching. */
 export interface ReplicaFetchLimits {
@@ -321,9 +322,11 @@ class LeaderFetcher {
           }
           continue;
         }
+        const replica = traceReplica(p.topic, p.index, r.records, { brokerId: this.deps.brokerId });
         if (r.records.length > 0) await p.appendAsFollower(r.records, r.highWatermark, f.generation);
         else p.setFollowerHw(r.highWatermark, f.generation);
         p.noteLeaderEnd(r.logEndOffset, f.generation);
+        replica?.end();
       }
     }
   }

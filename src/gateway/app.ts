@@ -27,6 +27,7 @@ import { registerDrillsRoutes, type DrillsDeps } from './drills-route.ts';
 import { createDashboard, registerDashboardRoutes } from '../dashboard/index.ts';
 import type { Clock } from '../core/index.ts';
 import { registerLimiterMetrics, type AdmissionLimiter, type QuotaEnforcer } from '../../ratelimit/index.ts';
+import { traceReceive, traceSend } from '../tracing/index.ts';
 import { checkBatches, checkRecords, recordBytes, parseJsonRecords, parseProtobufBatches, parseValueEncoding, toJsonRecord, type GatewayRecord } from './records.ts';
 
 /** What the app is built from. */
@@ -380,7 +381,7 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
     checkRecords(records, { topic, partitionCount, recordBytesMax: limits.recordBytesMax, recordsMax: limits.recordsMax });
     const unquota = quotaAdmit(c, tenant, topic, records.length, body.length);
     const acksUsed = acks ?? 'all';
-    const sent = await observed(c, acksUsed, () => backend.produce(topic, records, acksUsed), {
+    const sent = await observed(c, acksUsed, () => traceSend(topic, c.req.header('traceparent'), records, (rs) => backend.produce(topic, rs, acksUsed)), {
       records: records.length,
       bytes: records.reduce((n, r) => n + recordBytes(r), 0),
     }, unquota);
@@ -427,7 +428,7 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
     const waitMs = intParam(c.req.query('waitMs'), 'waitMs', { fallback: 0, max: limits.waitMsMax });
     const encoding = parseValueEncoding(c.req.query('valueEncoding'));
     await backend.checkPartition(topic, partition);
-    const res = await backend.read(topic, partition, { offset, maxRecords, waitMs });
+    const res = await traceReceive(topic, partition, c.req.header('traceparent'), () => backend.read(topic, partition, { offset, maxRecords, waitMs }));
     const ownRegion = (await backend.isGlobal(topic)) ? region : null;
     return c.json({ records: res.records.map((r) => toJsonRecord(r, encoding, ownRegion)), nextOffset: res.nextOffset, highWatermark: res.highWatermark });
   });

@@ -11,6 +11,7 @@ import { EdgeqError, orAborted } from '../core/index.ts';
 import { toProblem } from './errors.ts';
 import type { GatewayLimits } from './limits.ts';
 import { toJsonRecord } from './records.ts';
+import { traceDelivered } from '../tracing/index.ts';
 
 /** Retry-After hint for a refused stream: streams last long, so a slot frees slowly. */
 export const STREAM_RETRY_AFTER_MS = 5_000;
@@ -114,6 +115,7 @@ export function streamPartition(c: Context, client: EdgeqClient, limits: Gateway
               await stream.write(': heartbeat\n\n');
               continue;
             }
+            traceDelivered(req.topic, req.partition, polled);
             for (const r of polled) {
               if (stream.aborted) break;
               await stream.writeSSE({ id: String(r.offset), data: JSON.stringify(toJsonRecord(r, 'utf8', req.ownRegion ?? null)) });

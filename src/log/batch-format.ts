@@ -7,7 +7,7 @@
  *  12  partitionLeaderEpoch  int32   set by the leader on append (outside the CRC)
  *  16  magic                 int8    format version, BATCH_MAGIC
  *  17  crc                   uint32  CRC32C of bytes [21, end)
- *  21  attributes            int16   bits 0-2 codec, bit 3 log-append time, bit 4 has origin
+ *  21  attributes            int16   bits 0-2 codec, bit 3 log-append time, bit 4 has origin, bit 5 traced
  *  23  lastOffsetDelta       int32
  *  27  firstTimestamp        int64
  *  35  maxTimestamp          int64
@@ -52,8 +52,12 @@ export const ORIGIN_REGION_BYTES_MAX = 63;
 export const ATTR_CODEC_MASK = 0x07;
 export const ATTR_LOG_APPEND_TIME = 0x08;
 export const ATTR_HAS_ORIGIN = 0x10;
+/** Some record carries a `traceparent` header: tracing reads a batch's headers only when set (docs/tracing.md). */
+export const ATTR_HAS_TRACE = 0x20;
+/** The record header that carries a W3C trace context; a batch holding one gets ATTR_HAS_TRACE. */
+export const TRACE_HEADER = 'traceparent';
 /** Attribute bits this version defines; any other set bit makes a batch corrupt. */
-export const ATTR_KNOWN_BITS = ATTR_CODEC_MASK | ATTR_LOG_APPEND_TIME | ATTR_HAS_ORIGIN;
+export const ATTR_KNOWN_BITS = ATTR_CODEC_MASK | ATTR_LOG_APPEND_TIME | ATTR_HAS_ORIGIN | ATTR_HAS_TRACE;
 
 /** The decoded header of one batch. */
 export interface BatchHeader {

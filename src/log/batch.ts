@@ -6,6 +6,7 @@ import { EdgeqError } from '../core/errors.ts';
 import {
   ATTR_CODEC_MASK,
   ATTR_HAS_ORIGIN,
+  ATTR_HAS_TRACE,
   ATTR_KNOWN_BITS,
   ATTR_LOG_APPEND_TIME,
   LOG_OVERHEAD,
@@ -65,6 +66,7 @@ export async function buildBatch(records: readonly RecordInput[], options: Build
   let attributes: number = codec;
   if (options.logAppendTime) attributes |= ATTR_LOG_APPEND_TIME;
   if (origin) attributes |= ATTR_HAS_ORIGIN;
+  if (encoded.traced) attributes |= ATTR_HAS_TRACE;
   writeBatchHeader(out, {
     baseOffset: options.baseOffset ?? 0,
     leaderEpoch: options.leaderEpoch ?? -1,

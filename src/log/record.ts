@@ -15,6 +15,7 @@
  */
 import { EdgeqError } from '../core/errors.ts';
 import { readVarint, varintSize, writeVarint, type VarintRead } from './varint.ts';
+import { TRACE_HEADER } from './batch-format.ts';
 
 /** One header of a record. */
 export interface RecordHeader {
@@ -72,12 +73,13 @@ function bytesField(b: Buffer | null): number {
 export function encodeRecords(
   records: readonly RecordInput[],
   nowMs: number,
-): { bytes: Buffer; firstTimestamp: number; maxTimestamp: number } {
+): { bytes: Buffer; firstTimestamp: number; maxTimestamp: number; traced: boolean } {
   if (records.length === 0) throw new EdgeqError('INVALID_ARGUMENT', 'a batch needs at least one record');
   const firstTimestamp = records[0]!.timestamp ?? nowMs;
   let maxTimestamp = firstTimestamp;
   const prepared: PreparedRecord[] = new Array(records.length);
   let total = 0;
+  let traced = false;
   for (let i = 0; i < records.length; i++) {
     const r = records[i]!;
     const ts = r.timestamp ?? nowMs;
@@ -89,6 +91,7 @@ export function encodeRecords(
     let bodyBytes = 1 + varintSize(ts - firstTimestamp) + varintSize(i) + bytesField(key) + bytesField(value);
     bodyBytes += varintSize(headers.length);
     for (const h of headers) bodyBytes += bytesField(h.key) + bytesField(h.value);
+    if (headers.length > 0 && !traced) traced = hasTraceHeader(r.headers);
     prepared[i] = { tsDelta: ts - firstTimestamp, key, value, headers, bodyBytes };
     total += varintSize(bodyBytes) + bodyBytes;
   }
@@ -108,7 +111,13 @@ export function encodeRecords(
       p = writeBytesField(out, p, h.value);
     }
   }
-  return { bytes: out, firstTimestamp, maxTimestamp };
+  return { bytes: out, firstTimestamp, maxTimestamp, traced };
+}
+
+/** True when the headers hold a `traceparent` (the batch then gets ATTR_HAS_TRACE). */
+function hasTraceHeader(h: RecordInput['headers']): boolean {
+  if (Array.isArray(h)) return h.some((x) => x.key === TRACE_HEADER);
+  return h !== undefined && TRACE_HEADER in h;
 }
 
 function writeBytesField(out: Buffer, p: number, b: Buffer | null): number {
