@@ -6,11 +6,15 @@
  * fetch from their leaders, and leaders move the high watermark with the in-sync replicas.
  * Storage, clock and logger are injected, with the real ones as defaults.
  */
-import { createServer, type Server, type Socket } from 'node:net';
+import type { Server, Socket } from 'node:net';
+import { Connection } from '../protocol/index.ts';
+import type { TlsClientAuth, TlsMaterial } from '../tls/index.ts';
+import { BrokerAuth, type BinaryKeysFile, type BinaryPrincipal } from './broker-auth.ts';
+import { createListener } from './listener.ts';
 import { EdgeqError, silentLogger, systemClock, type Clock, type Logger, type TimerHandle } from '../core/index.ts';
 import { GroupCoordinator, OffsetStore, type CoordinatorConfig } from '../group/index.ts';
 import { FilePool, FsStorage, type LogConfig, type Storage } from '../log/index.ts';
-import { BrokerMetrics, startAdminServer, type AdminServer } from '../metrics/index.ts';
+import { ADMIN_HOST, BrokerMetrics, startAdminServer, type AdminServer } from '../metrics/index.ts';
 import type { BrokerInfo } from '../protocol/index.ts';
 import type { CellController, ProducerIdSource } from './controller.ts';
 import { FETCH_LIMITS_DEFAULT, type FetchLimits } from './fetch-handler.ts';
@@ -18,6 +22,7 @@ import { createHandlers } from './handlers.ts';
 import type { Partition } from './partition.ts';
 import { ProducerIds } from './producer-ids.ts';
 import { ReplicaFetchers, type ReplicaFetchLimits } from './replica-fetcher.ts';
+import { brokerReadiness } from './readiness.ts';
 import { RequestRouter } from './request-router.ts';
 import { CONNECTION_LIMITS_DEFAULT, ServerConnection, type ConnectionLimits, type ConnectionStats } from './server-connection.ts';
 import { ClientQuotas, type QuotaBackend } from './client-quotas.ts';
@@ -62,10 +67,25 @@ export interface BrokerOptions {
    * endpoint. (The config key `broker.adminPort` uses 0 for "off"; the CLI omits it then.)
    */
   adminPort?: number;
+  /** Address of the admin endpoint; 127.0.0.1 by default (a container's probes need its own address). */
+  adminHost?: string;
   /** Where produce, fetch and log figures go; a fresh registry of the broker's own by default. */
   metrics?: BrokerMetrics;
   /** Joins a cell through this controller; absent: a lone broker. */
   cell?: CellController;
+  /**
+   * Serves the protocol over TLS with this material (reloaded as its files change), asking
+   * clients for certificates per `clientAuth`; the replica fetchers present the same certificate
+   * to their leaders. Absent: plaintext TCP.
+   */
+  tls?: { material: TlsMaterial; clientAuth: TlsClientAuth };
+  /**
+   * Authentication and authorization of binary clients: a keys file (path, or its parsed
+   * content) mapping API keys and certificate identities to principals (src/broker/broker-auth.ts).
+   * Absent: every request is allowed (the library default and the local deployment; the CLI
+   * refuses to start without keys unless told `--auth none`).
+   */
+  auth?: { keys: string | BinaryKeysFile };
   storage?: Storage;
   clock?: Clock;
   logger?: Logger;
@@ -78,7 +98,12 @@ export class Broker {
   private lagTimer: TimerHandle | null = null;
   private closing: Promise<void> | null = null;
   private readonly connections = new Set<ServerConnection>();
+  /** Set once start() has finished (readiness says not ready before). */
+  private started = false;
   private server: Server | null = null;
+  /** Authentication of binary clients; null: off. */
+  private auth: BrokerAuth | null = null;
+  private stopFollowingTls: (() => void) | null = null;
   private admin: AdminServer | null = null;
   private groupsNow: GroupCoordinator | null = null;
   /** Serialises opening and closing the coordinator as leadership of the offsets topic moves. */
@@ -101,10 +126,13 @@ export class Broker {
     private readonly logger: Logger,
   ) {
     this.host = options.host ?? '127.0.0.1';
+    const tls = options.tls?.material;
     this.fetchers = cell
       ? new ReplicaFetchers({
           brokerId,
           addressOf: (id) => cell.brokers().find((b) => b.id === id),
+          // Followers present the broker's certificate to their leaders (mTLS inside the cell).
+          ...(tls ? { connect: (address, clientId) => Connection.connect(address, { clientId, connectTimeoutMs: 2000, clock, tls }) } : {}),
           ...(options.replicaFetch ? { limits: options.replicaFetch } : {}),
           clock,
           logger,
@@ -163,7 +191,19 @@ export class Broker {
       throw err;
     }
     const quotas = new ClientQuotas(backend, { clock, logger, metrics });
+    let auth: BrokerAuth | null = null;
+    try {
+      if (options.auth) {
+        const keys = options.auth.keys;
+        auth = typeof keys === 'string' ? await BrokerAuth.fromFile(keys, { registry: metrics.registry }) : BrokerAuth.fromJson(keys, { registry: metrics.registry });
+      }
+    } catch (err) {
+      await topics.close().catch(() => undefined);
+      if (!options.metrics) metrics.close();
+      throw err;
+    }
     const broker = new Broker(brokerId, topics, cell, metrics, producerIds, quotas, options, clock, logger);
+    broker.auth = auth;
     try {
       await broker.listen();
       if (options.adminPort !== undefined) await broker.listenAdmin(options.adminPort);
@@ -205,8 +245,9 @@ export class Broker {
     broker.scheduleSnapshots(options.producerSnapshotIntervalMs ?? 60_000);
     broker.scheduleHwCheckpoints(options.hwCheckpointIntervalMs ?? HW_CHECKPOINT_INTERVAL_MS_DEFAULT);
     if (cell) broker.scheduleLagChecks(options.replicaLagTimeMaxMs ?? 10_000);
+    broker.started = true;
     logger.info(
-      { host: broker.host, port: broker.port, adminPort: broker.adminPort, dataDir: options.dataDir, cell: cell?.cellId ?? null, topics: topics.list().length, startMs: Math.round(clock.monotonicMs() - started) },
+      { host: broker.host, port: broker.port, tls: options.tls ? options.tls.clientAuth : false, auth: auth !== null, adminPort: broker.adminPort, dataDir: options.dataDir, cell: cell?.cellId ?? null, topics: topics.list().length, startMs: Math.round(clock.monotonicMs() - started) },
       'broker started',
     );
     return broker;
@@ -229,14 +270,17 @@ export class Broker {
       produceLimits: { produceTimeoutMsMax: o.produceTimeoutMsMax ?? 30_000 },
       metrics: this.metrics,
       quotas: this.quotas,
+      auth: this.auth,
     });
-    const router = new RequestRouter(handlers, this.logger);
+    const router = new RequestRouter(handlers, this.logger, this.auth);
     const limits = { ...CONNECTION_LIMITS_DEFAULT, ...o.connection };
-    const server = createServer((socket: Socket) => {
-      const c = new ServerConnection(socket, router, limits, this.logger, this.clock);
+    const serve = (socket: Socket, principal: BinaryPrincipal | null) => {
+      const c = new ServerConnection(socket, router, limits, this.logger, this.clock, principal);
       this.connections.add(c);
       void c.closed.then(() => this.connections.delete(c));
-    });
+    };
+    const { server, stop } = createListener({ tls: o.tls, auth: this.auth, registry: this.metrics.registry, logger: this.logger, serve });
+    this.stopFollowingTls = stop;
     this.server = server;
     this.port = await new Promise<number>((resolve, reject) => {
       server.once('error', reject);
@@ -252,8 +296,17 @@ export class Broker {
   }
 
   private async listenAdmin(port: number): Promise<void> {
-    this.admin = await startAdminServer(this.metrics, { port }).catch((err: unknown) => {
-      throw new EdgeqError('BROKER_NOT_AVAILABLE', `cannot serve metrics on 127.0.0.1:${port}: ${(err as Error).message}`, { cause: err });
+    const host = this.options.adminHost ?? ADMIN_HOST;
+    // /healthz: the process serves; /readyz: caught up in its cell (src/broker/readiness.ts).
+    const routes = {
+      '/healthz': () => ({ status: 200, body: { status: 'ok' } }),
+      '/readyz': () => {
+        const r = brokerReadiness({ brokerId: this.brokerId, started: this.started && !this.closing, cell: this.cell, replicas: this.topics.localPartitions() });
+        return { status: r.ready ? 200 : 503, body: r };
+      },
+    };
+    this.admin = await startAdminServer(this.metrics, { port, host, routes }).catch((err: unknown) => {
+      throw new EdgeqError('BROKER_NOT_AVAILABLE', `cannot serve metrics on ${host}:${port}: ${(err as Error).message}`, { cause: err });
     });
   }
 
@@ -344,6 +397,7 @@ export class Broker {
       this.snapshotTimer?.cancel();
       this.hwTimer?.cancel();
       this.lagTimer?.cancel();
+      this.stopFollowingTls?.();
       const server = this.server;
       const serverClosed = server ? new Promise<void>((r) => server.close(() => r())) : Promise.resolve();
       for (const c of this.connections) c.destroy();

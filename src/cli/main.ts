@@ -25,6 +25,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<Registrar>>> = {
   forecast: async () => (await import('./commands/forecast.ts')).registerForecastCommands,
   quotas: async () => (await import('./commands/quotas.ts')).registerQuotasCommands,
   drill: async () => (await import('./commands/drill.ts')).registerDrillCommand,
+  handoff: async () => (await import('./commands/handoff.ts')).registerHandoffCommand,
 };
 
 /**

@@ -42,8 +42,10 @@ export const configSchema = z
         /** Open file handles shared by every log of the broker. */
         openFilesMax: int(16, 1_000_000),
         retentionCheckIntervalMs: int(100),
-        /** Port of the admin HTTP endpoint (`GET /metrics`, loopback only); 0 turns it off. */
+        /** Port of the admin HTTP endpoint (`GET /metrics`, `/healthz`, `/readyz`); 0 turns it off. */
         adminPort: port,
+        /** Address the admin endpoint binds: loopback unless a container's probes and scraper need more. */
+        adminHost: z.string().min(1),
       })
       .strict(),
     /** Defaults for every topic's log; a topic may override them. */
@@ -81,6 +83,7 @@ export const DEFAULT_CONFIG: Config = {
     openFilesMax: 1024,
     retentionCheckIntervalMs: 60_000,
     adminPort: 0,
+    adminHost: '127.0.0.1',
   },
   log: { ...LOG_DEFAULTS },
   cell: { arbiter: 'none', endpoints: '', id: 'local', leaseTtlMs: 2000, size: 3, replicaLagTimeMaxMs: 10_000 },

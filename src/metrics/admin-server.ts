@@ -1,7 +1,9 @@
 /**
- * The broker's admin HTTP endpoint: `GET /metrics` (Prometheus text) on plain node:http. It binds
- * loopback only: the series name every topic, and there is no auth on this port, so a scraper on
- * another host goes through a proxy or an agent on the broker's machine.
+ * The broker's admin HTTP endpoint: `GET /metrics` (Prometheus text) on plain node:http, and the
+ * JSON routes the broker adds (`/healthz`, `/readyz`). It binds loopback by default: the series
+ * name every topic and there is no auth on this port. A container gives it another address
+ * (`--admin-host`) so its orchestrator's probes and the region's Prometheus reach it; the network
+ * around the container must then keep it private (docs/deploy.md).
  */
 import { createServer, type Server } from 'node:http';
 import type { BrokerMetrics } from './broker-metrics.ts';
@@ -9,17 +11,26 @@ import type { BrokerMetrics } from './broker-metrics.ts';
 /** Where the admin endpoint listens. */
 export const ADMIN_HOST = '127.0.0.1';
 
+/** A JSON route of the admin endpoint: GET only, answered with `status` and `body` as JSON. */
+export type AdminRoute = () => { status: number; body: unknown };
+
 /** A running admin endpoint. */
 export interface AdminServer {
   readonly port: number;
   close(): Promise<void>;
 }
 
-/** Serves `metrics` on `ADMIN_HOST:port` (0 picks a free port). */
-export async function startAdminServer(metrics: BrokerMetrics, options: { port: number }): Promise<AdminServer> {
+/** Serves `metrics` on `host:port` (ADMIN_HOST by default; port 0 picks a free one), with `routes` beside it. */
+export async function startAdminServer(metrics: BrokerMetrics, options: { port: number; host?: string; routes?: Readonly<Record<string, AdminRoute>> }): Promise<AdminServer> {
   const server: Server = createServer((req, res) => {
-    const path = (req.url ?? '/').split('?')[0];
-    if (path !== '/metrics') {
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    const route = options.routes && Object.hasOwn(options.routes, path) ? options.routes[path] : undefined;
+    if (route && (req.method === 'GET' || req.method === 'HEAD')) {
+      const { status, body } = route();
+      res.writeHead(status, { 'content-type': 'application/json' }).end(req.method === 'HEAD' ? undefined : `${JSON.stringify(body)}\n`);
+      return;
+    }
+    if (path !== '/metrics' && !route) {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
       return;
     }
@@ -41,7 +52,7 @@ export async function startAdminServer(metrics: BrokerMetrics, options: { port: 
   server.keepAliveTimeout = 5_000;
   const port = await new Promise<number>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(options.port, ADMIN_HOST, () => {
+    server.listen(options.port, options.host ?? ADMIN_HOST, () => {
       server.off('error', reject);
       const addr = server.address();
       resolve(typeof addr === 'object' && addr ? addr.port : 0);

@@ -11,7 +11,7 @@ export {
   type PartitionGaugeSource,
   type PartitionsSource,
 } from './broker-metrics.ts';
-export { ADMIN_HOST, startAdminServer, type AdminServer } from './admin-server.ts';
+export { ADMIN_HOST, startAdminServer, type AdminRoute, type AdminServer } from './admin-server.ts';
 export { EVENT_LOOP_DELAY_METRIC, registerEventLoopDelay } from './event-loop.ts';
 export { registerProcessMetrics } from './process-metrics.ts';
 export { RecentP99, RECENT_SAMPLES_MAX, RECENT_WINDOW_MS } from './recent-p99.ts';

@@ -22,8 +22,9 @@ import { faultStorageKind } from '../../log/fault-storage.ts';
 import { checkPortsFree } from '../dev/ports-free.ts';
 import { planTopology, type RegionPlan, type Topology } from '../dev/topology.ts';
 import { Supervisor } from '../supervisor.ts';
+import { resolveTracingConfig, TRACING_OPTIONS, type TracingFlags } from '../../tracing/index.ts';
 
-interface DevFlags {
+interface DevFlags extends TracingFlags {
   dataDir?: string;
   port?: string;
   brokers?: string;
@@ -92,6 +93,8 @@ function regionChildren(r: RegionPlan, t: Topology, map: AddressMap, meshKey: st
       '--arbiter-endpoints', loopback(r.arbiterPort),
       '--cell-id', r.name,
       '--admin-port', String(r.adminPorts[i]),
+      // The local deployment only: brokers serve unauthenticated clients (said at start).
+      '--auth', 'none',
     ],
     env: { EDGEQ_CELL__SIZE: String(t.brokersPerRegion), EDGEQ_LOG_LEVEL: level },
     logFile: logFile(`broker-${i + 1}`),
@@ -141,9 +144,15 @@ export function registerDevCommand(program: Command): void {
     .option('--arbiter-port <n>', 'first arbiter port; region i gets port + i (EDGEQ_ARBITER_PORT, default 7090)')
     .option('--control-port <n>', 'port of the control API (EDGEQ_CONTROL_PORT, default 8090)')
     .option('--keys <file>', 'API keys file (JSON; see docs/http-api.md) for every gateway, instead of running them without auth')
+    .option(TRACING_OPTIONS[0]![0], `${TRACING_OPTIONS[0]![1]}; every broker and gateway`)
+    .option(TRACING_OPTIONS[1]![0], TRACING_OPTIONS[1]![1])
     .action(async (flags: DevFlags) => {
       const logger = createLogger({ level: process.env.EDGEQ_LOG_LEVEL ?? 'info', name: 'dev' });
       const env = process.env;
+      // Tracing reaches every child through the standard variables (they inherit this environment); checked now.
+      resolveTracingConfig({ flags, env });
+      if (flags.otlpEndpoint !== undefined) env.OTEL_EXPORTER_OTLP_ENDPOINT = flags.otlpEndpoint;
+      if (flags.traceSampleRatio !== undefined) env.OTEL_TRACES_SAMPLER_ARG = flags.traceSampleRatio;
       const t = planTopology({
         ...(flags.regions !== undefined ? { regions: flags.regions } : {}),
         ...((flags.brokersPerRegion ?? flags.brokers) !== undefined ? { brokersPerRegion: flags.brokersPerRegion ?? flags.brokers } : {}),
@@ -253,6 +262,7 @@ export function registerDevCommand(program: Command): void {
       process.stderr.write(
         [
           `edgeq dev: ${t.regions.length} region(s), ${t.brokersPerRegion} broker(s) each, ${keysFile === null ? 'auth off (local deployment)' : `auth on (keys ${keysFile})`}; data in ${t.dataDir}`,
+          '  brokers: binary protocol without TLS or authentication (--auth none): the local deployment only, never on a shared network (docs/security.md)',
           ...regions.map((r) => `  ${r.region}: gateway ${r.gateway}  dashboard ${r.dashboard}  brokers ${r.brokers}  arbiter ${r.arbiter}  mesh ${r.mesh}`),
           `  logs: ${t.regions.map((r) => join(r.dataDir, 'logs')).join(', ')} (one file per process; EDGEQ_LOG_LEVEL=info|debug for more than warnings)`,
           `  control API ${controlUrl} (GET /v1/dev/links, PUT /v1/dev/links/{from}/{to}, GET /v1/dev/processes, POST /v1/dev/processes/{name}/hold|release, GET /v1/dev/deployment); links between regions: ${t.wanLatencyMs} ms one way`,

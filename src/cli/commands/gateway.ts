@@ -6,6 +6,9 @@
  */
 import { createServer, type RequestListener, type ServerOptions } from 'node:http';
 import { serve } from '@hono/node-server';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
+import { followReloads, registerTlsMetrics, tlsServerOptions } from '../../tls/index.ts';
+import { addBrokerClientOptions, addServerTlsOptions, loadBrokerClientSecurity, loadServerTls, type BrokerClientFlags, type ServerTlsFlags } from '../tls-flags.ts';
 import { shedding } from '../../gateway/shed.ts';
 import type { Command } from 'commander';
 import { createClient } from '../../client/index.ts';
@@ -13,7 +16,7 @@ import { EdgeqError } from '../../core/errors.ts';
 import { createLogger } from '../../core/logger.ts';
 import { GATEWAY_CLIENT_ID } from '../../protocol/index.ts';
 import { Authenticator, createGatewayApp, resolveLimits, type GatewayMesh } from '../../gateway/index.ts';
-import { addressMapFrom, meshKeysFrom, startGatewayMesh, type GatewayMeshHandle } from '../gateway-mesh.ts';
+import { addMeshSecurityOptions, addressMapFrom, meshKeysFrom, meshSecurityFrom, startGatewayMesh, type GatewayMeshHandle } from '../gateway-mesh.ts';
 import { exchangeLimits, type ExchangeLimits } from '../../../gossip/exchange/index.ts';
 import { addBrokersOption, brokersOf } from './topics.ts';
 import { QuotaEnforcer } from '../../../ratelimit/index.ts';
@@ -26,13 +29,14 @@ import { checkPlannerSettings, startGatewayPlanner, type GatewayPlannerHandle } 
 import type { CapacitySource } from '../../gateway/capacity-route.ts';
 import { checkFromControl, regionsFromControl, spawnDrillChild, type DrillsDeps } from '../../gateway/drills-route.ts';
 import { DrillStore } from '../../../drill/store/index.ts';
+import { shutdownTracing, tracingFromFlags, TRACING_OPTIONS, type TracingFlags } from '../../tracing/index.ts';
 import { access, mkdir } from 'node:fs/promises';
 import { constants as fsConstants } from 'node:fs';
 import { resolve as resolvePath } from 'node:path';
 import { systemClock } from '../../core/index.ts';
 import { APPEND_DELIVERY_MS, IngressHistory, IngressRecorder, ingressHistorySettings, registerIngressHistoryMetrics, topicAppender, topicSource } from '../../gateway/ingress-history/index.ts';
 
-interface GatewayFlags extends LimiterFlags, PlannerFlags {
+interface GatewayFlags extends LimiterFlags, PlannerFlags, TracingFlags {
   host?: string;
   port?: string;
   keys?: string;
@@ -102,7 +106,10 @@ export function registerGatewayCommand(program: Command): void {
     .option('--drills-dir <dir>', 'folder of the drill reports served at /v1/drills (EDGEQ_DRILLS_DIR); absent: no /v1/drills')
     .option('--drill-control <url>', 'the deployment\'s control API that drills started by POST /v1/drills run against (EDGEQ_DRILL_CONTROL); needs --drills-dir')
     .option('--tenant-weights <list>', 'tenant=weight,… for fair shares when demand exceeds capacity, e.g. a=2,b=1 (EDGEQ_TENANT_WEIGHTS; default weight 1)');
-  for (const [flag, help] of PLANNER_OPTIONS) command.option(flag, help);
+  for (const [flag, help] of [...PLANNER_OPTIONS, ...TRACING_OPTIONS]) command.option(flag, help);
+  addServerTlsOptions(command, 'HTTPS listener');
+  addBrokerClientOptions(command);
+  addMeshSecurityOptions(command);
   command.action(async (flags: GatewayFlags, cmd: Command) => {
       const port = Number(flags.port ?? '8080');
       if (!Number.isInteger(port) || port < 0 || port > 65535) throw new EdgeqError('INVALID_CONFIG', `--port must be a port in [0, 65535], got ${flags.port}`, { details: { key: 'port' } });
@@ -132,15 +139,23 @@ export function registerGatewayCommand(program: Command): void {
       };
       // Checked before anything is opened: a bad bound is a start-up error, not a half-started gateway.
       resolveLimits(limits);
+      await tracingFromFlags(flags, { service: 'edgeq-gateway', region: flags.region ?? process.env.EDGEQ_REGION ?? 'local', ...(flags.member ? { instance: flags.member } : {}) }, { logger });
       const limiterConfig = limiterSettings(flags);
       const ingressConfig = ingressHistorySettings(flags);
       const plannerConfig = plannerSettings(flags);
       if (plannerConfig) checkPlannerSettings(plannerConfig, ingressConfig.stepMs);
       const drills = await drillSettings(flags);
       const auth = flags.keys ? await Authenticator.fromFile(flags.keys) : null;
+      // HTTPS (--tls-cert/--tls-key, reloaded when the files change) and how the cell's brokers
+      // are reached (TLS, this gateway's certificate or key): docs/security.md.
+      const security = flags as GatewayFlags & ServerTlsFlags & BrokerClientFlags;
+      const httpsTls = await loadServerTls(security, logger);
+      const brokerSecurity = await loadBrokerClientSecurity(security, logger);
       // The cell's own client id: the broker does not limit it (the gateway limits per tenant itself).
-      const client = createClient({ brokers, clientId: GATEWAY_CLIENT_ID, logger });
+      const client = createClient({ brokers, clientId: GATEWAY_CLIENT_ID, logger, ...brokerSecurity });
       const meshFlags = meshSettings(flags, host, brokers);
+      // Mesh TLS (--mesh-tls-*) and the MAC-only upgrade step (--mesh-mac-only), checked before anything binds.
+      const meshSecurity = await meshSecurityFrom(security, meshFlags !== null, logger);
       // The mesh starts once the app (and its metrics) exists; until then the routes see none.
       let meshHandle: GatewayMeshHandle | null = null;
       const mesh: GatewayMesh | null = meshFlags && {
@@ -196,20 +211,28 @@ export function registerGatewayCommand(program: Command): void {
       const app = createGatewayApp({ client, auth, limits, mesh, region, limiter, quotas, capacity, drills, dashboard: true });
       const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
         // Produces the limiter would refuse are answered before the framework (src/gateway/shed.ts).
-        const createShedServer = ((options: ServerOptions, listener: RequestListener) => createServer(options, shedding(listener, { limiter, auth }))) as unknown as typeof createServer;
+        const createShedServer = ((options: ServerOptions, listener: RequestListener) =>
+          httpsTls
+            ? createHttpsServer({ ...options, ...tlsServerOptions(httpsTls.material, httpsTls.clientAuth) }, shedding(listener, { limiter, auth }))
+            : createServer(options, shedding(listener, { limiter, auth }))) as unknown as typeof createServer;
         const s = serve({ fetch: app.fetch, hostname: host, port, createServer: createShedServer }, (info) => {
           resolve(s);
         });
       });
       const boundPort = (server.address() as { port: number }).port;
+      // New handshakes get a reloaded certificate; open connections keep theirs (none is dropped).
+      const stopFollowingTls = httpsTls ? followReloads(server as unknown as HttpsServer, httpsTls.material) : null;
+      registerTlsMetrics(app.metrics.registry, { ...(httpsTls ? { https: httpsTls.material } : {}), ...(brokerSecurity.tls ? { brokers_client: brokerSecurity.tls } : {}) });
       signals.start();
       limiter.start();
       if (meshFlags) {
         try {
           meshHandle = await startGatewayMesh({
             ...meshFlags,
+            ...meshSecurity,
             member: meshFlags.member ?? `${meshFlags.region}-${host}-${boundPort}`,
-            gatewayUrl: `http://${host}:${boundPort}`,
+            gatewayUrl: `${httpsTls ? 'https' : 'http'}://${host}:${boundPort}`,
+            brokerSecurity,
             client,
             registry: app.metrics.registry,
             ingressTotals: () => app.metrics.ingressTotals(),
@@ -247,11 +270,14 @@ export function registerGatewayCommand(program: Command): void {
       history.start();
       // One machine-readable line for supervisors and tests, like the broker's.
       process.stdout.write(
-        `${JSON.stringify({ event: 'listening', service: 'gateway', host, port: boundPort, pid: process.pid, auth: auth !== null, limiter: limiter.kind, ...(self ? { region: self.region, member: self.member, mesh: self.address } : {}) })}\n`,
+        `${JSON.stringify({ event: 'listening', service: 'gateway', host, port: boundPort, pid: process.pid, auth: auth !== null, tls: httpsTls ? httpsTls.clientAuth : false, brokersTls: brokerSecurity.tls !== undefined, limiter: limiter.kind, ...(self ? { region: self.region, member: self.member, mesh: self.address } : {}) })}\n`,
       );
       await new Promise<void>((resolve) => {
         const stop = (signal: string) => {
           logger.info({ signal }, 'stopping');
+          stopFollowingTls?.();
+          httpsTls?.material.close();
+          brokerSecurity.tls?.close();
           // Open SSE streams would hold the server's close forever: end them as it stops accepting.
           quotas.close();
           limiter.close();
@@ -262,6 +288,7 @@ export function registerGatewayCommand(program: Command): void {
               .then(() => meshHandle?.close())
               .then(() => app.close())
               .then(() => client.close())
+              .then(() => shutdownTracing())
               .catch((err: unknown) => logger.error({ err }, 'clean stop failed'))
               .finally(resolve);
           });
