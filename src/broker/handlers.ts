@@ -254,7 +254,14 @@ export function createHandlers(d: HandlerDeps): Handlers {
     Heartbeat: async (req) => (d.groups() ? groupsOrError().heartbeat(req) : { error: notCoordinator() }),
     LeaveGroup: async (req) => (d.groups() ? groupsOrError().leaveGroup(req) : { error: notCoordinator() }),
     OffsetCommit: async (req) => (d.groups() ? groupsOrError().commitOffsets(req) : { error: notCoordinator(), topics: [] }),
-    OffsetFetch: async (req) => (d.groups() ? groupsOrError().fetchOffsets(req) : { error: notCoordinator(), topics: [] }),
+    OffsetFetch: async (req, ctx) => {
+      if (!d.groups()) return { error: notCoordinator(), topics: [] };
+      const res = await groupsOrError().fetchOffsets(req);
+      // A fetch without topics lists every topic the group committed: a tenant sees only those it
+      // may read (a fetch naming topics was checked topic by topic before it got here).
+      const p = ctx.principal;
+      return p?.role === 'tenant' ? { ...res, topics: res.topics.filter((t) => p.can('read', t.name)) } : res;
+    },
     // A broker that does not coordinate holds no groups: an empty list, so listings over every
     // broker just work.
     ListGroups: async () => (d.groups() ? groupsOrError().listGroups() : { groups: [] }),

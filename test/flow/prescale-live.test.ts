@@ -134,25 +134,25 @@ describe('forecast pre-scaling, live (1 region, 1 s step)', () => {
     expect(planAtRamp!.instances.gateway).toBeGreaterThanOrEqual(Math.ceil((RAMP_PER_SEC * 0.6) / 100));
     expect(planAtRamp!.ceilingPerSec!).toBeGreaterThan(RAMP_PER_SEC * 0.6);
 
-    // The planned level rose at the planning of the step before the ramp (a lead time ahead: the
-    // lift covers the current step and the next), and fell at the planning of the step after it.
-    // Judged by the step the planner had planned when each sample was taken, not by the wall
-    // clock: the planner runs a quarter step after each boundary, and on a loaded 2-core machine
-    // its run can end past the next boundary of a 1 s step; that lateness is the machine's. Judged
-    // against the level of the step before (the band over the point may be wide): what matters is
-    // that the rise for this ramp is decided and applied ahead of it.
+    // The lift for the ramp is in place by the planning of the step before it (a lead time ahead:
+    // the lift covers the current step and the next): the planned level then is at least the
+    // ceiling planned for the ramp's first step. Judged by the step the planner had planned when
+    // each sample was taken, not by the wall clock: the planner runs a quarter step after each
+    // boundary, and on a loaded 2-core machine its run can end past the next boundary of a 1 s
+    // step; that lateness is the machine's. Not judged against the level before: when the
+    // history's ramp edges moved by a step under load, seasonal naive's P90 band (its in-sample
+    // errors' 90th percentile, and 2 edge steps of 20 are 10% of them) is as high as the ramp on
+    // every step, and the limiter is rightly already lifted.
     const trace = JSON.stringify(samples.map((x) => [x.at - rampAt, x.current === null ? null : x.current - rampAt, x.planned]));
     const levelAt = (from: number, to: number) => samples.filter((x) => x.current !== null && x.current >= from && x.current < to).map((x) => x.planned ?? 0);
     const rise = 0.6 * (RAMP_PER_SEC - BASE_PER_SEC);
-    const beforeLevels = levelAt(rampAt - 2 * STEP_MS, rampAt - STEP_MS);
     const aheadLevels = levelAt(rampAt - STEP_MS, rampAt);
-    expect(beforeLevels.length, `samples while the planner had planned the step 2 before the ramp: ${trace}`).toBeGreaterThan(0);
     expect(aheadLevels.length, `samples while the planner had planned the step before the ramp: ${trace}`).toBeGreaterThan(0);
-    const before = Math.min(...beforeLevels);
+    // The largest: a sample can fall between the planner updating its report and applying the lift.
     const ahead = Math.max(...aheadLevels);
-    expect(ahead, `planned level around the watched ramp [ms from it, planned step from it, level]: ${trace}`).toBeGreaterThanOrEqual(before + rise);
-    const lifted = samples.find((x) => x.current !== null && x.current >= rampAt - STEP_MS && (x.planned ?? 0) >= before + rise);
-    console.log(`[prescale-live] planned level lifted ${lifted ? lifted.at - rampAt : '–'} ms from the ramp's start (the planning of the step before it)`);
+    expect(ahead, `planned level around the watched ramp [ms from it, planned step from it, level]: ${trace}`).toBeGreaterThanOrEqual(planAtRamp!.ceilingPerSec!);
+    const lifted = samples.find((x) => x.current !== null && x.current >= rampAt - STEP_MS && (x.planned ?? 0) >= planAtRamp!.ceilingPerSec!);
+    console.log(`[prescale-live] planned level ${ahead} ≥ the ramp's ceiling ${planAtRamp!.ceilingPerSec} from ${lifted ? lifted.at - rampAt : '–'} ms of the ramp's start (the planning of the step before it); level 2 steps before: ${levelAt(rampAt - 2 * STEP_MS, rampAt - STEP_MS).join(',')}`);
     const during = Math.max(...levelAt(rampAt, rampEnd - STEP_MS));
     const afterwards = Math.min(...levelAt(rampEnd, rampEnd + 4 * STEP_MS));
     expect(afterwards, trace).toBeLessThanOrEqual(during - rise);

@@ -174,6 +174,22 @@ describe('authentication and authorization of binary clients', () => {
     expect(md.topics.map((t) => t.name)).toEqual(['orders']);
   });
 
+  it('shows a tenant only the committed offsets of topics it may read when it fetches a group\'s offsets without naming topics', async () => {
+    const admin = await connect(b, { tls: caOnly, apiKey: 'k-admin' });
+    const created = await admin.request('CreateTopics', { topics: [{ name: 'payroll', partitions: 1, replicationFactor: 1 }] });
+    expect(created.topics[0]!.error?.code ?? 0).toBe(0);
+    const committed = await admin.request('OffsetCommit', { groupId: 'shared', generationId: -1, memberId: '', topics: ['orders', 'payroll'].map((name) => ({ name, partitions: [{ partition: 0, offset: 0 }] })) });
+    expect(committed.topics.flatMap((t) => t.partitions.map((x) => x.error?.code ?? 0))).toEqual([0, 0]);
+    const all = await admin.request('OffsetFetch', { groupId: 'shared' });
+    expect(all.topics.map((t) => t.name).sort()).toEqual(['orders', 'payroll']);
+    // The reader's grant names orders alone: payroll's offset is not shown to it.
+    const reader = await connect(b, { tls: caOnly, apiKey: 'k-reader' });
+    const seen = await reader.request('OffsetFetch', { groupId: 'shared' });
+    expect(seen.topics.map((t) => t.name)).toEqual(['orders']);
+    // Naming the topic is refused before the coordinator is asked.
+    await expect(reader.request('OffsetFetch', { groupId: 'shared', topics: [{ name: 'payroll', partitions: [0] }] })).rejects.toMatchObject({ code: 'FORBIDDEN' });
+  });
+
   it('refuses a replica fetch from a principal that is not a broker (a tenant key, an internal certificate); a broker certificate may', async () => {
     const before = await refusals(b, 'replica_fetch');
     const fetch = { replicaId: 2, maxWaitMs: 0, minBytes: 0, maxBytes: 1 << 20, topics: [{ name: 'orders', partitions: [{ partition: 0, fetchOffset: 0, maxBytes: 1 << 20 }] }] };
