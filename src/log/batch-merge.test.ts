@@ -7,6 +7,7 @@ import { seededRandom } from '../core/random.ts';
 import { isEdgeqError } from '../core/errors.ts';
 import { buildBatch, decodeBatch, validateBatch } from './batch.ts';
 import { mergeable, mergeBatches } from './batch-merge.ts';
+import { ATTR_HAS_TRACE, OFFSET_ATTRIBUTES } from './batch-format.ts';
 import { CompressionCodec } from './compression.ts';
 import type { RecordInput } from './record.ts';
 
@@ -28,6 +29,17 @@ function randomRecords(next: () => number, n: number): RecordInput[] {
 }
 
 describe('mergeBatches', () => {
+  it('merges a batch holding a traceparent with untraced ones: the bytes of one batch of all, trace bit set', async () => {
+    const tp = Buffer.from('00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01');
+    const records: RecordInput[] = [{ value: 'a', timestamp: 1 }, { value: 'b', headers: { traceparent: tp }, timestamp: 2 }, { value: 'c', timestamp: 3 }];
+    const parts = await Promise.all(records.map((r) => buildBatch([r])));
+    expect(parts.map((b) => (b.readInt16BE(OFFSET_ATTRIBUTES) & ATTR_HAS_TRACE) !== 0)).toEqual([false, true, false]);
+    const merged = mergeBatches(parts);
+    expect(merged.equals(await buildBatch(records))).toBe(true);
+    expect(merged.readInt16BE(OFFSET_ATTRIBUTES) & ATTR_HAS_TRACE).toBe(ATTR_HAS_TRACE);
+    expect(mergeBatches([parts[0]!, parts[2]!]).readInt16BE(OFFSET_ATTRIBUTES) & ATTR_HAS_TRACE).toBe(0);
+  });
+
   it.each([1, 2, 3, 4, 5])('gives the bytes of one batch built from all the records (seed %i)', async (seed) => {
     const next = seededRandom(seed);
     const records = randomRecords(next, 1 + Math.floor(next() * 400));
