@@ -36,39 +36,33 @@ import { createClient, type Admin, type Producer } from '../src/client/index.ts'
 import { DEFAULT_CONFIG } from '../src/config/index.ts';
 import { ProcessCell } from '../test/helpers/cell-process.ts';
 import { cleanupTempDirs } from '../test/helpers/tmp.ts';
-import { fixedRate, median, medianLatency, progress as say, sleep, table, windowed, type Row, interleavedRounds, waitUntil } from './lib/harness.ts';
+import { fixedRate, interleavedRounds, median, medianLatency, progress as say, sleep, table, type Row, waitUntil, windowed } from './lib/harness.ts';
 import { consumeJetStream, edgeqTarget, type Target } from './lib/target.ts';
 import { addStreamWhenReady, startNatsCluster, tail, type NatsCluster } from './lib/nats-cluster.ts';
-
-const num = (name: string, fallback: number): number => {
-  const v = process.env[name];
-  const n = v === undefined || v === '' ? fallback : Number(v);
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name}: expected a positive number, got "${v}"`);
-  return n;
-};
+import { envNumber } from './lib/env.ts';
 
 const SIZES = [100, 1024];
 const REPLICAS = 3;
 const MIN_INSYNC = 2;
 /** Unanswered produce calls allowed at once, for both systems. */
-const WINDOW = num('BENCH_CELL_WINDOW', 2048);
+const WINDOW = envNumber('BENCH_CELL_WINDOW', 2048);
 const PRODUCE_MSGS: Record<number, number> = {
-  100: num('BENCH_CELL_MSGS_100', num('BENCH_CELL_MSGS', 150_000)),
-  1024: num('BENCH_CELL_MSGS_1K', num('BENCH_CELL_MSGS', 100_000)),
+  100: envNumber('BENCH_CELL_MSGS_100', envNumber('BENCH_CELL_MSGS', 150_000)),
+  1024: envNumber('BENCH_CELL_MSGS_1K', envNumber('BENCH_CELL_MSGS', 100_000)),
 };
 /** Throughput phases stop at this many seconds even if not every message was sent. */
 const PHASE_SECONDS_MAX = 60;
 const LATENCY = {
-  ratePerSec: num('BENCH_CELL_RATE', 2000),
-  seconds: num('BENCH_CELL_LATENCY_SECONDS', 8),
-  warmupSeconds: num('BENCH_CELL_WARMUP_SECONDS', 2),
+  ratePerSec: envNumber('BENCH_CELL_RATE', 2000),
+  seconds: envNumber('BENCH_CELL_LATENCY_SECONDS', 8),
+  warmupSeconds: envNumber('BENCH_CELL_WARMUP_SECONDS', 2),
 };
-const LATENCY_ROUNDS = num('BENCH_CELL_LATENCY_ROUNDS', 3);
+const LATENCY_ROUNDS = envNumber('BENCH_CELL_LATENCY_ROUNDS', 3);
 
 /** The broker defaults: the failover target is for these. */
 const LEASE_TTL_MS = DEFAULT_CONFIG.cell.leaseTtlMs;
 const REPLICA_LAG_TIME_MAX_MS = DEFAULT_CONFIG.cell.replicaLagTimeMaxMs;
-const FAILOVER_RUNS = num('BENCH_FAILOVER_RUNS', 20);
+const FAILOVER_RUNS = envNumber('BENCH_FAILOVER_RUNS', 20);
 /** The failover producer starts one send this often... */
 const FAILOVER_SEND_INTERVAL_MS = 2;
 /** ...with at most this many unanswered (during the failover they pile up). */

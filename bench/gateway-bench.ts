@@ -59,19 +59,13 @@ import { startBareServer, type BareMode, type BareServer } from './lib/bare-http
 import { gatewayRequests, type GatewayAcks, type GatewayCase } from './lib/gateway-requests.ts';
 import { progress as say, sleep, waitUntil } from './lib/harness.ts';
 import { clockTicksPerSecond, cpuDeltaMs, readCpu } from './lib/proc-cpu.ts';
+import { envNumber } from './lib/env.ts';
 
-const num = (name: string, fallback: number): number => {
-  const v = process.env[name];
-  const n = v === undefined || v === '' ? fallback : Number(v);
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name}: expected a positive number, got "${v}"`);
-  return n;
-};
-
-const SECONDS = num('BENCH_GW_SECONDS', 10);
-const WARMUP_SECONDS = num('BENCH_GW_WARMUP_SECONDS', 2);
-const CONNECTIONS = num('BENCH_GW_CONNECTIONS', 50);
+const SECONDS = envNumber('BENCH_GW_SECONDS', 10);
+const WARMUP_SECONDS = envNumber('BENCH_GW_WARMUP_SECONDS', 2);
+const CONNECTIONS = envNumber('BENCH_GW_CONNECTIONS', 50);
 const PIPELINING = 1;
-const VALUE_BYTES = num('BENCH_GW_VALUE_BYTES', 100);
+const VALUE_BYTES = envNumber('BENCH_GW_VALUE_BYTES', 100);
 const BATCH_RECORDS = 100;
 const PARTITIONS = 3;
 const REPLICATION_FACTOR = 3;

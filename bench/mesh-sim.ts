@@ -28,17 +28,11 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DEFAULT_MESH_CONFIG, detectionBoundMs, memberlistSuspicion, MEMBERLIST_LAN, MEMBERLIST_WAN, SimCluster } from '../gossip/index.ts';
 import { seededRandom } from '../src/core/index.ts';
+import { envNumber } from './lib/env.ts';
 
-const num = (name: string, fallback: number): number => {
-  const v = process.env[name];
-  const n = v === undefined || v === '' ? fallback : Number(v);
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name}: expected a positive number, got "${v}"`);
-  return n;
-};
-
-const SEED = Math.floor(num('BENCH_MESH_SEED', 20_261_201));
-const SCALE = Math.min(1, num('BENCH_MESH_SCALE', 1));
-const WALL_MS_MAX = num('BENCH_MESH_WALL_S_MAX', 300) * 1000;
+const SEED = Math.floor(envNumber('BENCH_MESH_SEED', 20_261_201));
+const SCALE = Math.min(1, envNumber('BENCH_MESH_SCALE', 1));
+const WALL_MS_MAX = envNumber('BENCH_MESH_WALL_S_MAX', 300) * 1000;
 const OUT = join(dirname(fileURLToPath(import.meta.url)), 'results', 'mesh-sim.json');
 const ONE_WAY_MS = 25;
 const SIZES = [10, 50, 100, 200];

@@ -27,25 +27,19 @@ import { median, progress as say, sleep, waitUntil } from './lib/harness.ts';
 import { cpuDeltaMs, readCpu } from './lib/proc-cpu.ts';
 // @ts-expect-error: a plain JS module of the launcher, without types
 import { buildIsCurrent } from '../bin/build-current.js';
+import { envNumber } from './lib/env.ts';
 
-const num = (name: string, fallback: number): number => {
-  const v = process.env[name];
-  const n = v === undefined || v === '' ? fallback : Number(v);
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name}: expected a positive number, got "${v}"`);
-  return n;
-};
-
-const ROUNDS = num('BENCH_TRACE_ROUNDS', 3);
-const SECONDS = num('BENCH_TRACE_SECONDS', 8);
-const WARMUP_SECONDS = num('BENCH_TRACE_WARMUP_SECONDS', 2);
-const CONNECTIONS = num('BENCH_TRACE_CONNECTIONS', 50);
+const ROUNDS = envNumber('BENCH_TRACE_ROUNDS', 3);
+const SECONDS = envNumber('BENCH_TRACE_SECONDS', 8);
+const WARMUP_SECONDS = envNumber('BENCH_TRACE_WARMUP_SECONDS', 2);
+const CONNECTIONS = envNumber('BENCH_TRACE_CONNECTIONS', 50);
 const VALUE_BYTES = 100;
 const PARTITIONS = 3;
 const REPLICATION_FACTOR = 3;
 const BROKERS = 3;
 const TOPIC = 'bench-tracing';
 /** Export interval of the processes: short, so the spans of a run arrive before its deployment stops. */
-const EXPORT_DELAY_MS = num('BENCH_TRACE_EXPORT_DELAY_MS', 1_000);
+const EXPORT_DELAY_MS = envNumber('BENCH_TRACE_EXPORT_DELAY_MS', 1_000);
 /** Bound on `edgeq dev` stopping after SIGTERM before it is killed. */
 const STOP_MS = 20_000;
 const OUT = process.env.BENCH_TRACE_OUT ? resolve(process.env.BENCH_TRACE_OUT) : new URL('./results/tracing.json', import.meta.url).pathname;
