@@ -11,6 +11,7 @@ import type { Command } from 'commander';
 import { EdgeqError } from '../core/index.ts';
 import { FileTlsMaterial, tlsFilesFromFlags } from '../tls/index.ts';
 import type { EtcdTlsOptions } from '../../region/arbiter/index.ts';
+import { env } from './tls-flags.ts';
 
 /** The flags. */
 export interface EtcdTlsFlags {
@@ -26,11 +27,6 @@ export function addEtcdTlsOptions(command: Command): Command {
     .option('--etcd-cert <file>', 'PEM client certificate presented to etcd (--client-cert-auth) (EDGEQ_ETCD_CERT)')
     .option('--etcd-key <file>', 'PEM private key of --etcd-cert (EDGEQ_ETCD_KEY)');
 }
-
-const env = (name: string): string | undefined => {
-  const v = process.env[name];
-  return v === undefined || v === '' ? undefined : v;
-};
 
 /** The PEM bytes for EtcdArbiter's `tls` from the flags then the environment, or undefined when TLS to etcd is off. */
 export async function loadEtcdTls(flags: EtcdTlsFlags): Promise<EtcdTlsOptions | undefined> {

@@ -44,7 +44,8 @@ export function addBrokerClientOptions(command: Command): Command {
     .option('--brokers-api-key <key>', 'API key sent to the brokers in Authenticate (EDGEQ_API_KEY; prefer the variable: flags show in ps)');
 }
 
-const env = (name: string): string | undefined => {
+/** An environment variable's value, or undefined when unset or empty (a flag given wins over it). */
+export const env = (name: string): string | undefined => {
   const v = process.env[name];
   return v === undefined || v === '' ? undefined : v;
 };
