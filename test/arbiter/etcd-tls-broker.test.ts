@@ -1,17 +1,12 @@
 /** Proves the broker's etcd TLS wiring with real processes: `edgeq broker --arbiter etcd` given EDGEQ_ETCD_CA/CERT/KEY (the --etcd-* flags' variables) joins its cell through an etcd that requires client certificates (its keys are there, read back over TLS), and refuses --etcd-* with another arbiter kind, or a certificate without its key, at start-up with INVALID_CONFIG. */
-import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../src/testing/index.ts';
 import { EtcdArbiter } from '../../region/arbiter/index.ts';
 import { ProcessCell } from '../helpers/cell-process.ts';
+import { runEdgeq } from '../helpers/cli.ts';
 import { startEtcd, type EtcdCluster } from '../helpers/etcd.ts';
 import { TestCa } from '../helpers/test-ca.ts';
 import { cleanupTempDirs, tempDir } from '../helpers/tmp.ts';
-
-const BIN = fileURLToPath(new URL('../../bin/edgeq.js', import.meta.url));
-const run = promisify(execFile);
 
 let etcd: EtcdCluster | undefined;
 let cell: ProcessCell | undefined;
@@ -51,15 +46,7 @@ describe('edgeq broker with etcd over TLS', () => {
       [['--arbiter', 'etcd', '--arbiter-endpoints', '127.0.0.1:1', '--etcd-cert', client.certFile, '--etcd-key', client.keyFile], /need --etcd-ca/],
     ];
     for (const [args, message] of cases) {
-      let code = 0;
-      let stderr = '';
-      try {
-        await run(process.execPath, [BIN, 'broker', '--data-dir', await tempDir('edgeq-etcdtls-'), '--port', '0', '--auth', 'none', ...args], { env: { ...process.env, EDGEQ_LOG_LEVEL: 'warn' }, timeout: 30_000 });
-      } catch (err) {
-        const e = err as { code?: number; stderr?: string };
-        code = e.code ?? -1;
-        stderr = e.stderr ?? '';
-      }
+      const { code, stderr } = await runEdgeq(['broker', '--data-dir', await tempDir('edgeq-etcdtls-'), '--port', '0', '--auth', 'none', ...args], { env: { EDGEQ_LOG_LEVEL: 'warn' } });
       expect(code, args.join(' ')).toBe(2);
       expect(stderr, args.join(' ')).toMatch(/INVALID_CONFIG/);
       expect(stderr, args.join(' ')).toMatch(message);

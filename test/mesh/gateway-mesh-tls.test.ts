@@ -4,19 +4,15 @@
 // cannot join (its push-pulls are refused and counted as edgeq_mesh_drops_total{reason="tls-refused"},
 // it never appears in a view); and bad mesh security flags stop a gateway at start-up with
 // INVALID_CONFIG naming the flag.
-import { execFile } from 'node:child_process';
 import { get as httpsGet } from 'node:https';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, waitFor } from '../../src/testing/index.ts';
 import { spawnBroker, type BrokerProcess } from '../helpers/broker-process.ts';
+import { runEdgeq } from '../helpers/cli.ts';
 import { spawnListening, type EdgeqProcess } from '../helpers/spawn-listening.ts';
 import { TestCa, type Issued } from '../helpers/test-ca.ts';
 import { cleanupTempDirs, tempDir } from '../helpers/tmp.ts';
 
-const BIN = fileURLToPath(new URL('../../bin/edgeq.js', import.meta.url));
-const run = promisify(execFile);
 const KEY = Buffer.alloc(32, 5).toString('base64');
 /** Joining takes a push-pull (~10 ms) once both processes run; 30 s covers tsx start-up on a loaded 2-core machine. */
 const JOIN_MS = 30_000;
@@ -103,15 +99,7 @@ describe('gateway mesh over mutual TLS', () => {
       [['--mesh-mac-only', 'sometimes'], /--mesh-mac-only must be one of off, accept, send/],
     ];
     for (const [args, message] of cases) {
-      let code = 0;
-      let stderr = '';
-      try {
-        await run(process.execPath, [BIN, 'gateway', '--brokers', '127.0.0.1:1', '--port', '0', '--no-auth', '--mesh-port', port, ...args], { env: { ...process.env, EDGEQ_LOG_LEVEL: 'warn', EDGEQ_MESH_KEY: KEY }, timeout: 30_000 });
-      } catch (err) {
-        const e = err as { code?: number; stderr?: string };
-        code = e.code ?? -1;
-        stderr = e.stderr ?? '';
-      }
+      const { code, stderr } = await runEdgeq(['gateway', '--brokers', '127.0.0.1:1', '--port', '0', '--no-auth', '--mesh-port', port, ...args], { env: { EDGEQ_LOG_LEVEL: 'warn', EDGEQ_MESH_KEY: KEY } });
       expect(code, args.join(' ')).toBe(2);
       expect(stderr, args.join(' ')).toMatch(/INVALID_CONFIG/);
       expect(stderr, args.join(' ')).toMatch(message);

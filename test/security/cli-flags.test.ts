@@ -1,20 +1,10 @@
 // Proves the security flags are checked at start-up by the real CLI: a broker without --auth-keys or --auth none, a cell broker with auth but no mTLS, a certificate without its key, an expired certificate, and a gateway key without its certificate each stop start-up with INVALID_CONFIG (exit 2) naming the flag or file, before anything listens.
-import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { runEdgeq } from '../helpers/cli.ts';
 import { TestCa, type Issued } from '../helpers/test-ca.ts';
 import { tempDir } from '../helpers/tmp.ts';
 
-const BIN = fileURLToPath(new URL('../../bin/edgeq.js', import.meta.url));
-
-/** Runs `edgeq <args>`; resolves with its exit code and stderr. Bound: 30 s (a refusal takes ~1 s, tsx compiling included). */
-function run(args: string[]): Promise<{ code: number | null; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { timeout: 30_000, env: { ...process.env, EDGEQ_LOG_LEVEL: 'error' } }, (err, _stdout, stderr) => {
-      resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stderr });
-    });
-  });
-}
+const run = (args: string[]) => runEdgeq(args, { env: { EDGEQ_LOG_LEVEL: 'error' } });
 
 let ca: TestCa;
 let expired: Issued;
