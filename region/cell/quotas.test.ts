@@ -52,7 +52,9 @@ describe('quotas in a cell', () => {
     const a2 = await connect(b2.port, 'admin');
     await eventually(async () => (await tenantsOn(a2)).length === 2, 10_000, 'broker 2 to have both quotas');
     await a2.call('CreateTopics', { topics: [{ name: 'q', partitions: 1, replicationFactor: 2 }] });
-    await eventually(async () => cell!.leaderOf('q', 0) > 0, 10_000, 'a leader for q');
+    // A leader that has applied q itself: before that it answers LEADER_NOT_AVAILABLE ("still being
+    // set up"), which the cell's state (what leaderOf reads) does not show.
+    await eventually(async () => cell!.leaderOf('q', 0) > 0 && cell!.brokers.get(cell!.leaderOf('q', 0))?.topics.get('q') !== undefined, 10_000, 'a leader for q that has applied it');
     const leader = cell.brokers.get(cell.leaderOf('q', 0))!;
     const acme = await connect(leader.port, 'acme');
     const produce = async (n: number) =>
