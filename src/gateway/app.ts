@@ -20,6 +20,7 @@ import { checkGroupId, GroupMembers, MEMBER_TOPICS_MAX, type JoinRequest } from 
 import { noMesh, type GatewayMesh } from './mesh.ts';
 import { registerFailoverRoute } from './failover-route.ts';
 import { registerQuotaRoutes } from './quota-routes.ts';
+import { registerTracingRoutes } from './tracing-route.ts';
 import { registerLimiterRoute } from './limiter-route.ts';
 import { registerCapacityRoute, type CapacitySource } from './capacity-route.ts';
 import { registerPlannerMetrics } from './planner-metrics.ts';
@@ -498,6 +499,7 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
 
   registerFailoverRoute(app, { mesh: deps.mesh, bodyBytesMax: limits.bodyBytesMax, requireJson });
   registerQuotaRoutes(app, { quotas: deps.quotas, bodyBytesMax: limits.bodyBytesMax, requireJson });
+  registerTracingRoutes(app, { bodyBytesMax: limits.bodyBytesMax, requireJson });
   registerLimiterRoute(app, { limiter: deps.limiter });
   registerCapacityRoute(app, { capacity: deps.capacity });
   registerDrillsRoutes(app, { drills: deps.drills, bodyBytesMax: limits.bodyBytesMax, requireJson });

@@ -3,6 +3,7 @@
  * off no OpenTelemetry code is even imported (the SDK costs ~80 ms of start-up per process).
  */
 import type { Context, SpanContext, Tracer } from '@opentelemetry/api';
+import { EdgeqError } from '../core/errors.ts';
 
 /** Who the spans of this process are from. */
 export interface TracingIdentity {
@@ -17,8 +18,15 @@ export interface TracingIdentity {
 export interface ActiveTracer {
   readonly tracer: Tracer;
   readonly identity: TracingIdentity;
-  /** Share of new traces recorded (decided in `traceSend`, before any SDK call). */
-  readonly sampleRatio: number;
+  /**
+   * Share of new traces recorded (decided in `traceSend`, before any SDK call). Writable: an
+   * operator may change it at run time (setSampleRatio, the gateway's `PUT /v1/tracing`).
+   */
+  sampleRatio: number;
+  /** Where spans go (OTLP/HTTP), null for an injected exporter (tests). */
+  readonly url: string | null;
+  /** Delay between two exports of the span queue. */
+  readonly exportDelayMs: number;
   /** The context to start a child of `sc` in (the root context for null). */
   parent(sc: SpanContext | null): Context;
   /** Exports what is queued now. */
@@ -39,4 +47,18 @@ export function setActiveTracer(t: ActiveTracer | null): ActiveTracer | null {
   const previous = active;
   active = t;
   return previous;
+}
+
+/**
+ * Sets the share of new traces the installed tracer records, from now on (the produces already
+ * sampled keep their decision). INVALID_ARGUMENT outside 0..1; NOT_FOUND when tracing is off
+ * (nothing to sample: the OTLP endpoint is a start-up setting). Nothing changes on a refusal.
+ */
+export function setSampleRatio(ratio: number): ActiveTracer {
+  if (typeof ratio !== 'number' || !Number.isFinite(ratio) || ratio < 0 || ratio > 1) {
+    throw new EdgeqError('INVALID_ARGUMENT', `sampleRatio must be a number within 0..1, got ${JSON.stringify(ratio) ?? String(ratio)}`, { details: { field: 'sampleRatio' } });
+  }
+  if (active === null) throw new EdgeqError('NOT_FOUND', 'tracing is off in this process (no OTLP endpoint was configured at start: --otlp-endpoint)');
+  active.sampleRatio = ratio;
+  return active;
 }

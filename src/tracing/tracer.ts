@@ -61,6 +61,8 @@ export async function installTracing(config: TracingConfig, identity: TracingIde
     tracer: provider.getTracer('edgeq', VERSION),
     identity,
     sampleRatio: config.sampleRatio,
+    url: o.exporter ? null : config.url,
+    exportDelayMs: config.exportDelayMs,
     parent: (sc) => (sc === null ? api.ROOT_CONTEXT : api.trace.setSpanContext(api.ROOT_CONTEXT, sc)),
     flush: () => provider.forceFlush(),
     shutdown: async () => {

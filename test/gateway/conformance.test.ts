@@ -8,6 +8,8 @@ import { eventually } from '../../src/testing/index.ts';
 import { DASHBOARD_STREAMS_MAX } from '../../src/dashboard/index.ts';
 import { ConformanceRig, KEYED_TOPIC, KEYS, LIMITS, type ServedGateway } from './conformance-gateways.ts';
 import { OpenApiContract } from './openapi-contract.ts';
+import { InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
+import { installTracing, shutdownTracing } from '../../src/tracing/index.ts';
 
 const OPENAPI = fileURLToPath(new URL('../../docs/openapi.yaml', import.meta.url));
 /**
@@ -402,6 +404,8 @@ describe('the HTTP API against docs/openapi.yaml', () => {
     const v1: [string, string, { json?: unknown }][] = [
       ['GET', '/v1/cell', {}],
       ['GET', '/v1/limiter', {}],
+      ['GET', '/v1/tracing', {}],
+      ['PUT', '/v1/tracing', { json: { sampleRatio: 0.5 } }],
       ['GET', '/v1/capacity', {}],
       ['GET', '/v1/dashboard/history', {}],
       ['GET', '/v1/dashboard/stream', {}],
@@ -437,6 +441,8 @@ describe('the HTTP API against docs/openapi.yaml', () => {
     const forbidden: [string, string, string, { json?: unknown }][] = [
       ['GET', '/v1/cell', KEYS.reader, {}],
       ['GET', '/v1/limiter', KEYS.reader, {}],
+      ['GET', '/v1/tracing', KEYS.reader, {}],
+      ['PUT', '/v1/tracing', KEYS.writer, { json: { sampleRatio: 0.5 } }],
       ['GET', '/v1/capacity', KEYS.reader, {}],
       ['GET', '/v1/dashboard/history', KEYS.reader, {}],
       ['GET', '/v1/dashboard/stream', KEYS.reader, {}],
@@ -479,6 +485,28 @@ describe('the HTTP API against docs/openapi.yaml', () => {
       if (url === `${rig.keyed.url}/metrics`) expect(text).toMatch(/^edgeq_planner_forecast_records_per_second\{quantile="0\.9"\} /m);
     }
   }, 30_000);
+
+  it('tracing: off (GET says so, PUT 404), then on with an in-memory exporter (PUT 200, 400, 415)', async () => {
+    for (const gw of [rig.open, rig.keyed]) {
+      const key = gw === rig.keyed ? KEYS.admin : undefined;
+      expect((await gw.call('GET', '/v1/tracing', { key })).json()).toEqual({ enabled: false });
+      expect((await gw.call('PUT', '/v1/tracing', { key, json: { sampleRatio: 0.5 } })).status).toBe(404);
+    }
+    // The tracer is the process's: installed here, it is every in-process gateway's until shut down.
+    await installTracing({ enabled: true, url: null, sampleRatio: 0, exportDelayMs: 1_000 }, { service: 'edgeq-gateway' }, { exporter: new InMemorySpanExporter() });
+    try {
+      for (const gw of [rig.open, rig.keyed]) {
+        const key = gw === rig.keyed ? KEYS.admin : undefined;
+        expect((await gw.call('PUT', '/v1/tracing', { key, json: { sampleRatio: 0.01 } })).json()).toMatchObject({ enabled: true, sampleRatio: 0.01 });
+        expect((await gw.call('GET', '/v1/tracing', { key })).json()).toMatchObject({ enabled: true, sampleRatio: 0.01, endpoint: null });
+        expect((await gw.call('PUT', '/v1/tracing', { key, json: { sampleRatio: 2 } })).status).toBe(400);
+        expect((await gw.call('PUT', '/v1/tracing', { key, body: 'sampleRatio=0.5', type: 'text/plain' })).status).toBe(415);
+        expect((await gw.call('GET', '/v1/tracing', { key })).json()).toMatchObject({ sampleRatio: 0.01 });
+      }
+    } finally {
+      await shutdownTracing();
+    }
+  });
 
   it('readyz: 503 while a partition has no leader', async () => {
     expect((await rig.open.call('POST', '/v1/topics', { json: { name: 'o-solo', partitions: 1, replicationFactor: 1 } })).status).toBe(201);
