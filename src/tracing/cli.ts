@@ -17,6 +17,6 @@ export const TRACING_OPTIONS: readonly [string, string][] = [
 export async function tracingFromFlags(flags: TracingFlags, identity: TracingIdentity, o: { env?: NodeJS.ProcessEnv; logger?: Logger } = {}): Promise<ActiveTracer | null> {
   const config = resolveTracingConfig({ flags, env: o.env ?? process.env });
   const installed = await installTracing(config, identity);
-  if (installed) o.logger?.info({ url: config.url, sampleRatio: config.sampleRatio, exportDelayMs: config.exportDelayMs }, 'tracing on: spans exported over OTLP/HTTP');
+  if (installed) o.logger?.info({ url: config.url, sampleRatio: config.sampleRatio, exportDelayMs: config.exportDelayMs, warmUpMs: installed.warmUpMs }, 'tracing on: spans exported over OTLP/HTTP');
   return installed;
 }

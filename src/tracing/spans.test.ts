@@ -30,6 +30,8 @@ import {
   ATTR_MESSAGING_OPERATION_TYPE,
   ATTR_MESSAGING_SYSTEM,
   TRACE_HEADER,
+  activeTracer,
+  warmUpTracing,
   type ActiveTracer,
 } from './index.ts';
 
@@ -230,5 +232,40 @@ describe('spans of a record path', () => {
       return [];
     });
     expect(got).toBe(input);
+  });
+});
+
+describe('JIT warm-up at install', () => {
+  it('runs every hook through a tracer of its own: nothing reaches the exporter, the real tracer is installed after it, and real spans flow', async () => {
+    exporter = new InMemorySpanExporter();
+    tracer = (await installTracing({ enabled: true, url: null, sampleRatio: 1, exportDelayMs: 10 }, { service: 'edgeq-test' }, { exporter, warmUp: true }))!;
+    expect(tracer.warmUpMs).toBeGreaterThan(0);
+    expect(activeTracer()).toBe(tracer);
+    await tracer.flush();
+    expect(exporter.getFinishedSpans()).toEqual([]);
+    await traceSend('orders', undefined, [rec('a')], async () => [{ partition: 0, offset: 1 }]);
+    const got = await spans(1);
+    expect(got.map((s) => s.name)).toEqual(['send orders']);
+  });
+
+  it('the warm-up itself makes spans at every hop (so a broken hook would leave the path cold), and puts back the tracer it found', async () => {
+    const { NoopSpanProcessor } = await import('@opentelemetry/sdk-trace-base');
+    const ended: string[] = [];
+    const onEnd = NoopSpanProcessor.prototype.onEnd;
+    NoopSpanProcessor.prototype.onEnd = function (span: ReadableSpan) {
+      ended.push(span.name);
+    };
+    try {
+      await install(1);
+      const before = activeTracer();
+      await warmUpTracing(await import('@opentelemetry/api'), await import('@opentelemetry/sdk-trace-base'), 3);
+      expect(activeTracer()).toBe(before);
+      // Per round: send, append, commit, replicate, apply, receive.
+      for (const name of ['send', 'append', 'commit', 'replicate', 'apply', 'receive']) expect(ended.filter((n) => n === `${name} edgeq-warm-up`), name).toHaveLength(3);
+      await tracer.flush();
+      expect(exporter.getFinishedSpans()).toEqual([]);
+    } finally {
+      NoopSpanProcessor.prototype.onEnd = onEnd;
+    }
   });
 });

@@ -27,6 +27,8 @@ export interface ActiveTracer {
   readonly url: string | null;
   /** Delay between two exports of the span queue. */
   readonly exportDelayMs: number;
+  /** How long the JIT warm-up at install took (ms); null when it did not run (warm-up.ts). */
+  readonly warmUpMs: number | null;
   /** The context to start a child of `sc` in (the root context for null). */
   parent(sc: SpanContext | null): Context;
   /** Exports what is queued now. */

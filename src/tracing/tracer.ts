@@ -11,6 +11,7 @@ import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { TracingConfig } from './config.ts';
 import { ATTR_EDGEQ_REGION } from './semconv.ts';
 import { activeTracer, setActiveTracer, type ActiveTracer, type TracingIdentity } from './state.ts';
+import { warmUpTracing } from './warm-up.ts';
 
 /**
  * Spans held for export. At 1% sampling a gateway taking 20,000 produce requests/s makes ~200
@@ -28,8 +29,9 @@ const VERSION = '0.1.0';
 /**
  * Installs the process's tracer (replacing one installed before) unless `config.enabled` is false
  * and no `exporter` is given; returns it or null. `exporter` replaces the OTLP exporter (tests).
+ * `warmUp` (default: on unless an exporter is injected) runs warm-up.ts first.
  */
-export async function installTracing(config: TracingConfig, identity: TracingIdentity, o: { exporter?: SpanExporter } = {}): Promise<ActiveTracer | null> {
+export async function installTracing(config: TracingConfig, identity: TracingIdentity, o: { exporter?: SpanExporter; warmUp?: boolean } = {}): Promise<ActiveTracer | null> {
   if ((!config.enabled || config.url === null) && !o.exporter) return null;
   const [api, sdk, resources, semconv] = await Promise.all([
     import('@opentelemetry/api'),
@@ -57,12 +59,16 @@ export async function installTracing(config: TracingConfig, identity: TracingIde
     sampler: new sdk.ParentBasedSampler({ root: new sdk.AlwaysOnSampler() }),
     spanProcessors: [processor],
   });
+  // Before the real tracer is installed (and before the process serves): warm-up.ts says why.
+  // Off by default with an injected exporter (tests install many tracers and do not measure speed).
+  const warmUpMs = (o.warmUp ?? !o.exporter) ? Math.round(await warmUpTracing(api, sdk)) : null;
   const installed: ActiveTracer = {
     tracer: provider.getTracer('edgeq', VERSION),
     identity,
     sampleRatio: config.sampleRatio,
     url: o.exporter ? null : config.url,
     exportDelayMs: config.exportDelayMs,
+    warmUpMs,
     parent: (sc) => (sc === null ? api.ROOT_CONTEXT : api.trace.setSpanContext(api.ROOT_CONTEXT, sc)),
     flush: () => provider.forceFlush(),
     shutdown: async () => {
