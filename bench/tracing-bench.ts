@@ -7,249 +7,260 @@
  * and on at 100% (for information), exporting over OTLP/HTTP to a receiver in this process
  * (test/tracing/otlp-receiver.ts, counting only) that proves the spans arrived.
  *
- * The modes alternate (off, 0%, 1%, 100%, off, …) for ROUNDS rounds, each run on a fresh
- * deployment (tracing is configured at process start), a WARMUP_SECONDS warm-up then a SECONDS
- * measured run; the figure per mode is the median over its rounds, and the ratio is median(on) /
- * median(off). Next to req/s, the CPU ms per request of the gateway and of the brokers (utime +
- * stime from /proc over the measured run, bench/lib/proc-cpu.ts). Defaults take about 4-5
- * minutes; smaller runs: BENCH_TRACE_ROUNDS, BENCH_TRACE_SECONDS, BENCH_TRACE_WARMUP_SECONDS,
- * BENCH_TRACE_CONNECTIONS, BENCH_TRACE_RATIOS (e.g. 0.01), BENCH_TRACE_EXPORT_DELAY_MS,
- * BENCH_TRACE_OUT; BENCH_TRACE_KEEP=1 keeps each run's data folder and process logs.
+ * Interleaved, because this machine's throughput is not steady: the same deployment under the
+ * same load gives anywhere from 6,600 to 12,300 req/s from one second to the next (CPU used
+ * constant; measured while building this bench), and fresh deployments differ by ±15%, so modes
+ * measured one after another on separate deployments compare noise. Each round starts three
+ * deployments side by side: tracing off, tracing on (its gateway's sampling switched between 0
+ * and 1% by PUT /v1/tracing) and tracing on at 100%. After a warm-up of each arm (req/s climbs
+ * for ~15 s while the JIT compiles), CYCLES cycles each give every arm one WINDOW_SECONDS window,
+ * in every order of the arms in turn so that no arm always follows another (the 100% arm's last
+ * export lands in the next window, whichever it is). Idle deployments wait between their windows. An arm's req/s in a
+ * round is its completed requests over its windows' seconds; the figure per arm is the median
+ * over ROUNDS rounds (fresh deployments each) of its req/s ÷ off's in the same round. Next to
+ * req/s, the CPU ms per request of the active deployment's gateway and brokers (utime + stime
+ * from /proc, bench/lib/proc-cpu.ts).
+ *
+ * Defaults take about 13 minutes; smaller runs: BENCH_TRACE_ROUNDS, BENCH_TRACE_CYCLES,
+ * BENCH_TRACE_WINDOW_SECONDS, BENCH_TRACE_WARMUP_SECONDS, BENCH_TRACE_CONNECTIONS,
+ * BENCH_TRACE_EXPORT_DELAY_MS, BENCH_TRACE_OUT; BENCH_TRACE_KEEP=1 keeps each deployment's data
+ * folder and process logs.
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { cpus, loadavg, tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { alive, DEV_REGIONS_PORT_SPAN, freeRange, startDevRegions, type Ready } from '../test/helpers/dev-process.ts';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { cpus, loadavg } from 'node:os';
+import { dirname, resolve } from 'node:path';
 import { OtlpReceiver } from '../test/tracing/otlp-receiver.ts';
 import { cannon } from './lib/autocannon.ts';
-import { gatewayRequests } from './lib/gateway-requests.ts';
-import { median, progress as say, sleep, waitUntil } from './lib/harness.ts';
+import { envNumber } from './lib/env.ts';
+import { median, progress as say } from './lib/harness.ts';
 import { cpuDeltaMs, readCpu } from './lib/proc-cpu.ts';
+import { BENCH_TOPIC, BROKERS, PARTITIONS, REPLICATION_FACTOR, setSampleRatio, startTracingDeployment, VALUE_BYTES, type TracingDeployment } from './lib/tracing-deployment.ts';
 // @ts-expect-error: a plain JS module of the launcher, without types
 import { buildIsCurrent } from '../bin/build-current.js';
-import { envNumber } from './lib/env.ts';
 
 const ROUNDS = envNumber('BENCH_TRACE_ROUNDS', 3);
-const SECONDS = envNumber('BENCH_TRACE_SECONDS', 8);
-const WARMUP_SECONDS = envNumber('BENCH_TRACE_WARMUP_SECONDS', 2);
+/** Cycles per round: 24 gives each of the 24 orders of the 4 arms once. */
+const CYCLES = envNumber('BENCH_TRACE_CYCLES', 24);
+const WINDOW_SECONDS = envNumber('BENCH_TRACE_WINDOW_SECONDS', 2);
+/** Warm-up per arm, at the start of a round (req/s of a fresh deployment climbs for ~15 s). */
+const WARMUP_SECONDS = envNumber('BENCH_TRACE_WARMUP_SECONDS', 10);
 const CONNECTIONS = envNumber('BENCH_TRACE_CONNECTIONS', 50);
-const VALUE_BYTES = 100;
-const PARTITIONS = 3;
-const REPLICATION_FACTOR = 3;
-const BROKERS = 3;
-const TOPIC = 'bench-tracing';
-/** Export interval of the processes: short, so the spans of a run arrive before its deployment stops. */
+/** Export interval of the processes: short, so an arm's spans leave within about one window. */
 const EXPORT_DELAY_MS = envNumber('BENCH_TRACE_EXPORT_DELAY_MS', 1_000);
-/** Bound on `edgeq dev` stopping after SIGTERM before it is killed. */
-const STOP_MS = 20_000;
 const OUT = process.env.BENCH_TRACE_OUT ? resolve(process.env.BENCH_TRACE_OUT) : new URL('./results/tracing.json', import.meta.url).pathname;
 /** Target: tracing on at 1% keeps at least this share of the throughput with it off. */
 const TARGET_RATIO = 0.95;
 
 const round = (n: number, digits = 0): number => Math.round(n * 10 ** digits) / 10 ** digits;
-
-type Mode = 'off' | 'on-1%' | 'on-100%' | `on-${number}%`;
-/** BENCH_TRACE_RATIOS: the sampling ratios measured besides off (default 0,0.01,1: on with nothing sampled, the target's 1%, and every produce). */
-const RATIOS = (process.env.BENCH_TRACE_RATIOS ?? '0,0.01,1').split(',').map((x) => {
-  const n = Number(x);
-  if (x.trim() === '' || !(n >= 0 && n <= 1)) throw new Error(`BENCH_TRACE_RATIOS: expected ratios within 0..1, got "${x}"`);
-  return n;
-});
-const MODES: { mode: Mode; ratio: number | null }[] = [{ mode: 'off', ratio: null }, ...RATIOS.map((ratio) => ({ mode: `on-${round(ratio * 100, 2)}%` as Mode, ratio }))];
-
 const progress = (line: string): void => say(line, 'tracing-bench');
-const notes: string[] = [];
 
-interface ModeSummary {
-  medianReqPerSec: number;
-  medianP99Ms: number;
-  medianGatewayCpuMsPerReq: number | null;
-  medianBrokersCpuMsPerReq: number | null;
-  spans: number;
+type Arm = 'off' | 'on-0%' | 'on-1%' | 'on-100%';
+/** Each arm and its gateway's sampling ratio (null: the deployment with tracing off). */
+const ARMS: { arm: Arm; ratio: number | null }[] = [
+  { arm: 'off', ratio: null },
+  { arm: 'on-0%', ratio: 0 },
+  { arm: 'on-1%', ratio: 0.01 },
+  { arm: 'on-100%', ratio: 1 },
+];
+
+/** Every order of 0..n-1 (Heap's algorithm), so that the cycles of a round take each in turn. */
+function permutations(n: number): number[][] {
+  const out: number[][] = [];
+  const a = Array.from({ length: n }, (_, i) => i);
+  const c = new Array<number>(n).fill(0);
+  out.push([...a]);
+  let i = 0;
+  while (i < n) {
+    if (c[i]! < i) {
+      const j = i % 2 === 0 ? 0 : c[i]!;
+      [a[j], a[i]] = [a[i]!, a[j]!];
+      out.push([...a]);
+      c[i]!++;
+      i = 0;
+    } else {
+      c[i] = 0;
+      i++;
+    }
+  }
+  return out;
 }
 
-interface Run {
-  mode: Mode;
-  round: number;
+interface Window {
+  arm: Arm;
+  cycle: number;
   reqPerSec: number;
-  p50Ms: number;
-  p99Ms: number;
   completed: number;
-  non2xx: number;
-  errors: number;
-  timeouts: number;
+  durationSec: number;
+  p99Ms: number;
+  failed: number;
+  gatewayCpuMs: number | null;
+  brokersCpuMs: number | null;
+}
+
+interface ArmRound {
+  reqPerSec: number;
+  vsOff: number;
   gatewayCpuMsPerReq: number | null;
   brokersCpuMsPerReq: number | null;
-  /** Spans the receiver got from this run's deployment (warm-up and probes included). */
+  medianP99Ms: number;
+}
+
+interface Round {
+  round: number;
+  arms: Record<Arm, ArmRound>;
   spans: number;
-  /** Time the receiver spent on them in this process (which also runs the load generator). */
-  receiverMs: number;
-  /** The deployment ran the build in dist/ (true) or the sources through tsx (another engineer's edit made the build stale). */
   fromDist: boolean;
   loadAvg1m: { start: number; end: number };
+  windows: Window[];
 }
 
-async function http(url: string, init: RequestInit = {}, timeoutMs = 10_000): Promise<number> {
-  const res = await fetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) });
-  await res.arrayBuffer();
-  return res.status;
+async function measure(d: TracingDeployment, arm: Arm, cycle: number, seconds: number): Promise<Window> {
+  const before = [readCpu(d.gatewayPids), readCpu(d.brokerPids)];
+  const run = await cannon({ url: d.gateway, requests: d.requests, connections: CONNECTIONS, pipelining: 1, durationSec: seconds });
+  const after = [readCpu(d.gatewayPids), readCpu(d.brokerPids)];
+  return {
+    arm,
+    cycle,
+    reqPerSec: round(run.reqPerSecOverall),
+    completed: run.completed,
+    durationSec: run.durationSec,
+    p99Ms: run.p99Ms,
+    failed: run.non2xx + run.errors + run.timeouts,
+    gatewayCpuMs: cpuDeltaMs(before[0]!, after[0]!),
+    brokersCpuMs: cpuDeltaMs(before[1]!, after[1]!),
+  };
 }
 
-/** Creates the topic and waits until every partition takes an acks=all write (bounded: 60 s). */
-async function createTopic(gateway: string): Promise<void> {
-  const status = await http(`${gateway}/v1/topics`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: TOPIC, partitions: PARTITIONS, replicationFactor: REPLICATION_FACTOR }) });
-  if (status !== 201) throw new Error(`creating ${TOPIC}: ${status}`);
-  const ok = await waitUntil(async () => {
-    const probes = await Promise.all(
-      Array.from({ length: PARTITIONS }, (_, p) =>
-        http(`${gateway}/v1/topics/${TOPIC}/records?acks=all`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ records: [{ value: 'probe', partition: p }] }) }, 5_000).catch(() => 0),
-      ),
-    );
-    return probes.every((s) => s === 200);
-  }, 60_000, 200);
-  if (!ok) throw new Error(`${TOPIC}: not every partition took an acks=all write within 60 s`);
-}
-
-async function runOnce(mode: Mode, ratio: number | null, roundNo: number, receiver: OtlpReceiver): Promise<Run> {
-  const dir = await mkdtemp(join(tmpdir(), 'edgeq-trace-bench-'));
-  const base = await freeRange(DEV_REGIONS_PORT_SPAN);
-  // No admission limiter: under a loaded machine it would shed (503) part of the load, and the
-  // figure is the path's throughput, not the limiter's.
-  const env: Record<string, string> = ratio === null ? { EDGEQ_LIMITER: 'none' } : { EDGEQ_LIMITER: 'none', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER_ARG: String(ratio), OTEL_BSP_SCHEDULE_DELAY: String(EXPORT_DELAY_MS) };
-  const dev = startDevRegions(dir, base, { regions: '1', brokersPerRegion: BROKERS, wanLatencyMs: 1, env });
-  let ready: Ready | null = null;
+async function runRound(roundNo: number, receiver: OtlpReceiver, notes: string[]): Promise<Round> {
+  const keep = process.env.BENCH_TRACE_KEEP === '1';
   const fromDist = (buildIsCurrent as (root: URL) => boolean)(new URL('../', import.meta.url));
-  const spansBefore = receiver.received;
-  const receiverMsBefore = receiver.handlerMs;
+  const traced = (ratio: number) => ({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER_ARG: String(ratio), OTEL_BSP_SCHEDULE_DELAY: String(EXPORT_DELAY_MS) });
+  const deployments: TracingDeployment[] = [];
   try {
-    ready = await dev.ready;
-    const gateway = ready.gateway;
-    await createTopic(gateway);
-    const { requests } = await gatewayRequests(TOPIC, 'single', 'all', { valueBytes: VALUE_BYTES, batchRecords: 1, partitions: PARTITIONS });
-    const gatewayPids = ready.processes.filter((p) => p.role === 'gateway').map((p) => p.pid);
-    const brokerPids = ready.processes.filter((p) => p.role === 'broker').map((p) => p.pid);
-    await cannon({ url: gateway, requests, connections: CONNECTIONS, pipelining: 1, durationSec: WARMUP_SECONDS });
+    const off = await startTracingDeployment({});
+    deployments.push(off);
+    const on = await startTracingDeployment(traced(0));
+    deployments.push(on);
+    // 100% on its own deployment: its span volume (a full queue, then an export of it) and the
+    // garbage it leaves would otherwise weigh on the 0% and 1% windows that share its processes.
+    const full = await startTracingDeployment(traced(1));
+    deployments.push(full);
+    const spansBefore = receiver.received;
+    const deployment = (a: { ratio: number | null }) => (a.ratio === null ? off : a.ratio === 1 ? full : on);
+    const select = async (a: { ratio: number | null }) => {
+      if (a.ratio !== null && a.ratio !== 1) await setSampleRatio(on.gateway, a.ratio);
+    };
+    for (const a of ARMS) {
+      await select(a);
+      await measure(deployment(a), a.arm, -1, WARMUP_SECONDS);
+    }
     const load0 = loadavg()[0]!;
-    const before = [readCpu(gatewayPids), readCpu(brokerPids)];
-    const run = await cannon({ url: gateway, requests, connections: CONNECTIONS, pipelining: 1, durationSec: SECONDS });
-    const after = [readCpu(gatewayPids), readCpu(brokerPids)];
-    const load1 = loadavg()[0]!;
-    const per = (i: number) => {
-      const ms = cpuDeltaMs(before[i]!, after[i]!);
-      return ms === null || run.completed <= 0 ? null : round(ms / run.completed, 4);
-    };
-    // The last spans of the run are exported within one interval (+ the request): wait that long, bounded.
-    if (ratio !== null) await sleep(Math.min(EXPORT_DELAY_MS * 2, 5_000));
-    const r: Run = {
-      mode,
-      round: roundNo,
-      reqPerSec: round(run.reqPerSec),
-      p50Ms: run.p50Ms,
-      p99Ms: run.p99Ms,
-      completed: run.completed,
-      non2xx: run.non2xx,
-      errors: run.errors,
-      timeouts: run.timeouts,
-      gatewayCpuMsPerReq: per(0),
-      brokersCpuMsPerReq: per(1),
-      spans: receiver.received - spansBefore,
-      receiverMs: round(receiver.handlerMs - receiverMsBefore, 1),
-      fromDist,
-      loadAvg1m: { start: round(load0, 2), end: round(load1, 2) },
-    };
-    progress(`${mode} round ${roundNo}: ${r.reqPerSec.toLocaleString('en-US')} req/s, p99 ${r.p99Ms} ms, CPU ms/req gateway ${r.gatewayCpuMsPerReq ?? '?'} brokers ${r.brokersCpuMsPerReq ?? '?'}, ${r.spans} spans (receiver ${r.receiverMs} ms), load ${r.loadAvg1m.start}→${r.loadAvg1m.end}${r.non2xx + r.errors + r.timeouts > 0 ? ` — ${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts` : ''}`);
-    return r;
-  } finally {
-    if (dev.child.exitCode === null && dev.child.signalCode === null) {
-      dev.child.kill('SIGTERM');
-      const code = await Promise.race([dev.exited, sleep(STOP_MS).then(() => 'timeout' as const)]);
-      if (code === 'timeout') {
-        notes.push(`${mode} round ${roundNo}: edgeq dev did not exit within ${STOP_MS / 1000} s of SIGTERM; killed`);
-        dev.child.kill('SIGKILL');
+    const orders = permutations(ARMS.length);
+    const windows: Window[] = [];
+    for (let c = 0; c < CYCLES; c++) {
+      for (const i of orders[c % orders.length]!) {
+        const a = ARMS[i]!;
+        await select(a);
+        windows.push(await measure(deployment(a), a.arm, c, WINDOW_SECONDS));
       }
     }
-    for (const p of ready?.processes ?? []) if (alive(p.pid)) process.kill(p.pid, 'SIGKILL');
-    // BENCH_TRACE_KEEP=1 keeps each run's data folder (and its process logs) for a look afterwards.
-    if (process.env.BENCH_TRACE_KEEP === '1') progress(`kept ${dir}`);
-    else await rm(dir, { recursive: true, force: true });
+    const load1 = loadavg()[0]!;
+    const rate = (arm: Arm) => {
+      const mine = windows.filter((w) => w.arm === arm);
+      const completed = mine.reduce((n, w) => n + w.completed, 0);
+      const cpu = (f: (w: Window) => number | null) => {
+        const v = mine.map(f);
+        return v.some((x) => x === null) || completed === 0 ? null : round(v.reduce((n: number, x) => n + x!, 0) / completed, 4);
+      };
+      return { reqPerSec: completed / mine.reduce((n, w) => n + w.durationSec, 0), gatewayCpuMsPerReq: cpu((w) => w.gatewayCpuMs), brokersCpuMsPerReq: cpu((w) => w.brokersCpuMs), medianP99Ms: median(mine.map((w) => w.p99Ms)) };
+    };
+    const offRate = rate('off').reqPerSec;
+    const arms = Object.fromEntries(ARMS.map(({ arm }) => {
+      const r = rate(arm);
+      return [arm, { ...r, reqPerSec: round(r.reqPerSec), vsOff: round(r.reqPerSec / offRate, 4) }];
+    })) as Record<Arm, ArmRound>;
+    const failed = windows.reduce((n, w) => n + w.failed, 0);
+    if (failed > 0) notes.push(`round ${roundNo}: ${failed} requests failed (non-2xx, errors or timeouts)`);
+    const r: Round = { round: roundNo, arms, spans: receiver.received - spansBefore, fromDist, loadAvg1m: { start: round(load0, 2), end: round(load1, 2) }, windows };
+    progress(`round ${roundNo}: ${ARMS.map(({ arm }) => `${arm} ${arms[arm].reqPerSec.toLocaleString('en-US')} req/s (${arms[arm].vsOff})`).join(', ')}; ${r.spans} spans`);
+    return r;
+  } finally {
+    for (const d of deployments) {
+      const note = await d.stop(keep);
+      if (note) notes.push(`round ${roundNo}: ${note}`);
+      if (keep) progress(`kept ${d.dir}`);
+    }
   }
 }
 
 async function main(): Promise<void> {
   const startedMs = Date.now();
+  const notes: string[] = [];
   // Counting only: the receiver shares this process with the load generator.
   const receiver = await OtlpReceiver.start({ store: false });
-  const runs: Run[] = [];
+  const rounds: Round[] = [];
   try {
-    for (let r = 1; r <= ROUNDS; r++) {
-      for (const m of MODES) runs.push(await runOnce(m.mode, m.ratio, r, receiver));
-    }
+    for (let r = 1; r <= ROUNDS; r++) rounds.push(await runRound(r, receiver, notes));
   } finally {
     await receiver.close();
   }
   const summary = Object.fromEntries(
-    MODES.map(({ mode }) => {
-      const mine = runs.filter((x) => x.mode === mode);
-      const med = (f: (x: Run) => number | null) => {
-        const v = mine.map(f).filter((x): x is number => x !== null);
+    ARMS.map(({ arm }) => {
+      const med = (f: (x: ArmRound) => number | null) => {
+        const v = rounds.map((r) => f(r.arms[arm])).filter((x): x is number => x !== null);
         return v.length === 0 ? null : round(median(v), 4);
       };
-      return [mode, { medianReqPerSec: med((x) => x.reqPerSec), medianP99Ms: med((x) => x.p99Ms), medianGatewayCpuMsPerReq: med((x) => x.gatewayCpuMsPerReq), medianBrokersCpuMsPerReq: med((x) => x.brokersCpuMsPerReq), spans: mine.reduce((n, x) => n + x.spans, 0) }];
+      return [arm, { medianReqPerSec: med((x) => x.reqPerSec), medianVsOff: med((x) => x.vsOff), vsOffByRound: rounds.map((r) => r.arms[arm].vsOff), medianP99Ms: med((x) => x.medianP99Ms), medianGatewayCpuMsPerReq: med((x) => x.gatewayCpuMsPerReq), medianBrokersCpuMsPerReq: med((x) => x.brokersCpuMsPerReq) }];
     }),
-  ) as Partial<Record<Mode, ModeSummary>>;
-  const off = summary.off!;
-  const ratio = (mode: Mode): number | null => (summary[mode] ? round(summary[mode]!.medianReqPerSec / off.medianReqPerSec, 4) : null);
-  const cpuRatio = (mode: Mode): number | null => {
-    if (!summary[mode]) return null;
-    const cpu = (m: Mode) => (summary[m]!.medianGatewayCpuMsPerReq ?? NaN) + (summary[m]!.medianBrokersCpuMsPerReq ?? NaN);
-    const v = cpu(mode) / cpu('off');
-    return Number.isFinite(v) ? round(v, 4) : null;
-  };
-  if (runs.some((x) => !x.fromDist) && runs.some((x) => x.fromDist)) notes.push('some runs ran the build in dist/, others the sources (a source changed during the benchmark): the modes are not compared on equal code');
-  // Valid: every request answered 2xx, no span with tracing off, spans from every sampled mode (the exporter really ran).
-  const valid = runs.every((x) => x.non2xx + x.errors + x.timeouts === 0) && off.spans === 0 && MODES.every((m) => m.ratio === null || m.ratio === 0 || summary[m.mode]!.spans > 0);
-  if (off.spans !== 0) notes.push(`tracing off, yet ${off.spans} spans arrived`);
+  ) as Record<Arm, { medianReqPerSec: number; medianVsOff: number; vsOffByRound: number[]; medianP99Ms: number; medianGatewayCpuMsPerReq: number | null; medianBrokersCpuMsPerReq: number | null }>;
+  if (rounds.some((x) => !x.fromDist) && rounds.some((x) => x.fromDist)) notes.push('some rounds ran the build in dist/, others the sources (a source changed during the benchmark): the rounds are not on equal code');
+  const spans = rounds.reduce((n, r) => n + r.spans, 0);
+  // Valid: every request answered 2xx and spans arrived (the exporter really ran).
+  const valid = rounds.every((r) => r.windows.every((w) => w.failed === 0)) && spans > 0;
+  if (spans === 0) notes.push('no span arrived: the sampled arms did not really trace');
+  const onePercent = summary['on-1%'].medianVsOff;
   const result = {
     bench: 'tracing',
     date: new Date().toISOString(),
     durationSec: Math.round((Date.now() - startedMs) / 1000),
     machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', node: process.version },
     setup: {
-      deployment: `edgeq dev, 1 region, ${BROKERS} brokers, fresh per run, admission limiter off (EDGEQ_LIMITER=none)`,
+      deployment: `per round three edgeq dev deployments side by side (tracing off; on at 0% or 1%, switched; on at 100%), 1 region, ${BROKERS} brokers each, admission limiter off (EDGEQ_LIMITER=none)`,
       topic: `${PARTITIONS} partitions, replication factor ${REPLICATION_FACTOR}`,
-      request: `POST /v1/topics/${TOPIC}/records?acks=all, application/json, 1 record of ${VALUE_BYTES} B`,
-      loadGenerator: `autocannon 9.0.0 in the bench process, ${CONNECTIONS} connections, ${WARMUP_SECONDS} s warm-up + ${SECONDS} s measured`,
+      request: `POST /v1/topics/${BENCH_TOPIC}/records?acks=all, application/json, 1 record of ${VALUE_BYTES} B`,
+      loadGenerator: `autocannon 9.0.0 in the bench process, ${CONNECTIONS} connections, one deployment loaded at a time`,
+      schedule: `per round: ${WARMUP_SECONDS} s warm-up per arm, then ${CYCLES} cycles of one ${WINDOW_SECONDS} s window per arm, the arms' order taking each of their ${permutations(ARMS.length).length} orders in turn; the on arms switch the gateway's sampling with PUT /v1/tracing`,
       exporter: `OTLP/HTTP JSON to a receiver in the bench process, export every ${EXPORT_DELAY_MS} ms`,
       rounds: ROUNDS,
-      order: MODES.map((m) => m.mode).join(' → ') + ', repeated',
+      figure: "an arm's req/s in a round = its completed requests / its windows' seconds; vs off = that ÷ off's in the same round; the summary is the median over rounds",
     },
     target: { onePercentVsOffMin: TARGET_RATIO },
     summary,
     ratios: {
-      onePercentVsOff: ratio('on-1%'),
-      hundredPercentVsOff: ratio('on-100%'),
-      cpuPerRequestOnePercentVsOff: cpuRatio('on-1%'),
-      cpuPerRequestHundredPercentVsOff: cpuRatio('on-100%'),
-      byMode: Object.fromEntries(MODES.filter((m) => m.ratio !== null).map((m) => [m.mode, { reqPerSecVsOff: ratio(m.mode), cpuPerRequestVsOff: cpuRatio(m.mode) }])),
+      onePercentVsOff: onePercent,
+      zeroVsOff: summary['on-0%'].medianVsOff,
+      hundredPercentVsOff: summary['on-100%'].medianVsOff,
     },
-    met: valid && (ratio('on-1%') ?? 0) >= TARGET_RATIO,
+    met: valid && onePercent >= TARGET_RATIO,
     valid,
-    runs,
+    spans,
     notes,
+    rounds,
   };
   await mkdir(dirname(OUT), { recursive: true });
   await writeFile(OUT, `${JSON.stringify(result, null, 2)}\n`);
-  const line = (m: Mode) => {
-    const x = summary[m]!;
-    return `| ${m} | ${x.medianReqPerSec.toLocaleString('en-US')} | ${m === 'off' ? 1 : ratio(m)} | ${x.medianP99Ms} | ${x.medianGatewayCpuMsPerReq ?? '?'} | ${x.medianBrokersCpuMsPerReq ?? '?'} | ${x.spans} |`;
+  const line = (arm: Arm) => {
+    const x = summary[arm];
+    return `| ${arm} | ${x.medianReqPerSec.toLocaleString('en-US')} | ${x.medianVsOff} (${x.vsOffByRound.join(', ')}) | ${x.medianP99Ms} | ${x.medianGatewayCpuMsPerReq ?? '?'} | ${x.medianBrokersCpuMsPerReq ?? '?'} |`;
   };
   process.stdout.write(
     [
-      `tracing cost, median of ${ROUNDS} alternating rounds (${OUT})`,
-      '| tracing | req/s | vs off | p99 ms | CPU ms/req gateway | CPU ms/req brokers | spans |',
-      '|---|---:|---:|---:|---:|---:|---:|',
-      ...MODES.map((m) => line(m.mode)),
-      `1% vs off: ${ratio('on-1%')} (target >= ${TARGET_RATIO}): ${result.met ? 'met' : 'not met'}${valid ? '' : ' (not a valid run: see notes and runs)'}`,
+      `tracing cost, interleaved, median of ${ROUNDS} rounds (${OUT})`,
+      '| tracing | req/s | vs off (rounds) | p99 ms | CPU ms/req gateway | CPU ms/req brokers |',
+      '|---|---:|---:|---:|---:|---:|',
+      ...ARMS.map((a) => line(a.arm)),
+      `${spans} spans received`,
+      `1% vs off: ${onePercent} (target >= ${TARGET_RATIO}): ${result.met ? 'met' : 'not met'}${valid ? '' : ' (not a valid run: see notes)'}`,
       '',
     ].join('\n'),
   );
