@@ -40,28 +40,34 @@ export async function installTracing(config: TracingConfig, identity: TracingIde
     import('@opentelemetry/semantic-conventions'),
   ]);
   const exporter = o.exporter ?? new (await import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter({ url: config.url!, timeoutMillis: SPAN_EXPORT_TIMEOUT_MS });
-  const processor = new sdk.BatchSpanProcessor(exporter, {
-    maxQueueSize: SPAN_QUEUE_MAX,
-    maxExportBatchSize: SPAN_EXPORT_BATCH_MAX,
-    scheduledDelayMillis: config.exportDelayMs,
-    exportTimeoutMillis: SPAN_EXPORT_TIMEOUT_MS,
-  });
-  const provider = new sdk.BasicTracerProvider({
-    resource: resources.resourceFromAttributes({
-      [semconv.ATTR_SERVICE_NAME]: identity.service,
-      [semconv.ATTR_SERVICE_VERSION]: VERSION,
-      ...(identity.instance !== undefined ? { 'service.instance.id': identity.instance } : {}),
-      ...(identity.region !== undefined ? { [ATTR_EDGEQ_REGION]: identity.region } : {}),
-    }),
-    // New traces are sampled by `traceSend` itself (one Math.random() per produce, no SDK call
-    // for the 99% it drops at 1%: the SDK's ratio sampler costs an id generation and a span
-    // object per produce, measured ~5 µs); every other span has a parent, whose decision holds.
-    sampler: new sdk.ParentBasedSampler({ root: new sdk.AlwaysOnSampler() }),
-    spanProcessors: [processor],
-  });
+  // One recipe for the real provider and the warm-up's: the same processor, resource and sampler
+  // classes and shapes, so that the code the warm-up compiles is the code traffic runs (with a
+  // different processor class, V8 dropped the compiled startSpan at the first real span).
+  const makeProvider = (to: SpanExporter) =>
+    new sdk.BasicTracerProvider({
+      resource: resources.resourceFromAttributes({
+        [semconv.ATTR_SERVICE_NAME]: identity.service,
+        [semconv.ATTR_SERVICE_VERSION]: VERSION,
+        ...(identity.instance !== undefined ? { 'service.instance.id': identity.instance } : {}),
+        ...(identity.region !== undefined ? { [ATTR_EDGEQ_REGION]: identity.region } : {}),
+      }),
+      // New traces are sampled by `traceSend` itself (one Math.random() per produce, no SDK call
+      // for the 99% it drops at 1%: the SDK's ratio sampler costs an id generation and a span
+      // object per produce, measured ~5 µs); every other span has a parent, whose decision holds.
+      sampler: new sdk.ParentBasedSampler({ root: new sdk.AlwaysOnSampler() }),
+      spanProcessors: [
+        new sdk.BatchSpanProcessor(to, {
+          maxQueueSize: SPAN_QUEUE_MAX,
+          maxExportBatchSize: SPAN_EXPORT_BATCH_MAX,
+          scheduledDelayMillis: config.exportDelayMs,
+          exportTimeoutMillis: SPAN_EXPORT_TIMEOUT_MS,
+        }),
+      ],
+    });
+  const provider = makeProvider(exporter);
   // Before the real tracer is installed (and before the process serves): warm-up.ts says why.
   // Off by default with an injected exporter (tests install many tracers and do not measure speed).
-  const warmUpMs = (o.warmUp ?? !o.exporter) ? Math.round(await warmUpTracing(api, sdk)) : null;
+  const warmUpMs = (o.warmUp ?? !o.exporter) ? Math.round(await warmUpTracing(api, makeProvider)) : null;
   const installed: ActiveTracer = {
     tracer: provider.getTracer('edgeq', VERSION),
     identity,

@@ -10,11 +10,13 @@
  * it (bench/results/tracing.json). Making and dropping a few thousand spans through the very same
  * code with the very same shapes at start (~100-300 ms of CPU, once) leaves it compiled.
  *
- * The warm-up runs every hook with a tracer of its own whose processor drops every span: nothing
- * is exported, and the process's installed tracer is put back before the real one is installed.
+ * The warm-up runs every hook with a tracer of its own, made by the same recipe as the real one
+ * (same processor, resource and sampler: other classes or shapes would leave code compiled for
+ * them, which V8 throws away at the first real span) but exporting to a sink that drops every
+ * span: nothing leaves the process, and the installed tracer is put back before the real one is.
  */
 import type * as Api from '@opentelemetry/api';
-import type * as Sdk from '@opentelemetry/sdk-trace-base';
+import type { BasicTracerProvider, SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { buildBatch, stampOrigin } from '../log/index.ts';
 import { TRACE_HEADER } from './carrier.ts';
 import { receiveSpan, traceAppend, traceApplied, traceNowMs, traceReplica, traceSend } from './spans.ts';
@@ -25,12 +27,21 @@ export const WARM_UP_ROUNDS = 2_000;
 /** Records per synthetic batch (a gateway's merged batch at ~10,000 req/s holds ~10). */
 const WARM_UP_BATCH_RECORDS = 10;
 const TOPIC = 'edgeq-warm-up';
+/** Export result code SUCCESS (@opentelemetry/core's ExportResultCode, as a number: nothing is imported at load). */
+const EXPORT_SUCCESS = 0;
+
+/** The warm-up's exporter: takes every span and keeps none. */
+const DROP: SpanExporter = {
+  export: (_spans, done) => done({ code: EXPORT_SUCCESS }),
+  shutdown: () => Promise.resolve(),
+  forceFlush: () => Promise.resolve(),
+};
 
 /** Runs the warm-up; returns how long it took (ms). Never throws: a failed warm-up only costs speed. */
-export async function warmUpTracing(api: typeof Api, sdk: typeof Sdk, rounds = WARM_UP_ROUNDS): Promise<number> {
+export async function warmUpTracing(api: typeof Api, makeProvider: (exporter: SpanExporter) => BasicTracerProvider, rounds = WARM_UP_ROUNDS): Promise<number> {
   const started = performance.now();
   const previous = activeTracer();
-  const provider = new sdk.BasicTracerProvider({ sampler: new sdk.ParentBasedSampler({ root: new sdk.AlwaysOnSampler() }), spanProcessors: [new sdk.NoopSpanProcessor()] });
+  const provider = makeProvider(DROP);
   const warm: ActiveTracer = {
     tracer: provider.getTracer('edgeq-warm-up'),
     identity: { service: 'edgeq-warm-up' },
