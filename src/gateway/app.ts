@@ -28,7 +28,7 @@ import { registerDrillsRoutes, type DrillsDeps } from './drills-route.ts';
 import { createDashboard, registerDashboardRoutes } from '../dashboard/index.ts';
 import type { Clock } from '../core/index.ts';
 import { registerLimiterMetrics, type AdmissionLimiter, type QuotaEnforcer } from '../../ratelimit/index.ts';
-import { traceReceive, traceSend } from '../tracing/index.ts';
+import { traceGroupReceive, traceReceive, traceSend } from '../tracing/index.ts';
 import { checkBatches, checkRecords, recordBytes, parseJsonRecords, parseProtobufBatches, parseValueEncoding, toJsonRecord, type GatewayRecord } from './records.ts';
 
 /** What the app is built from. */
@@ -475,7 +475,7 @@ export function createGatewayApp(deps: GatewayDeps): GatewayApp {
     const maxRecords = intParam(c.req.query('maxRecords'), 'maxRecords', { fallback: Math.min(READ_RECORDS_DEFAULT, limits.recordsMax), min: 1, max: limits.recordsMax });
     const waitMs = intParam(c.req.query('waitMs'), 'waitMs', { fallback: 0, max: limits.waitMsMax });
     const encoding = parseValueEncoding(c.req.query('valueEncoding'));
-    const records = await groups.poll(group, id, { maxRecords, waitMs });
+    const records = await traceGroupReceive(group, c.req.header('traceparent'), () => groups.poll(group, id, { maxRecords, waitMs }));
     const global = new Map<string, boolean>();
     for (const t of new Set(records.map((r) => r.topic))) global.set(t, await backend.isGlobal(t));
     return c.json({ records: records.map((r) => ({ topic: r.topic, partition: r.partition, ...toJsonRecord(r, encoding, global.get(r.topic) ? region : null) })) });

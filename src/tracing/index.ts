@@ -8,6 +8,6 @@ export { installTracing, shutdownTracing, SPAN_QUEUE_MAX, SPAN_EXPORT_BATCH_MAX,
 export { warmUpTracing, WARM_UP_ROUNDS } from './warm-up.ts';
 export { activeTracer, setSampleRatio, type ActiveTracer, type TracingIdentity } from './state.ts';
 export { TRACE_HEADER, TRACE_CONTEXTS_PER_BATCH_MAX, formatTraceparent, parseTraceparent, sampled, injectRecords, recordContext, anyBatchTraced, tracedRecords, type TracedRecords } from './carrier.ts';
-export { traceSend, traceReceive, traceDelivered, receiveSpan, traceAppend, traceReplica, traceApplied, traceNowMs, type AppendTrace, type ReplicaTrace, type ReadRecordLike } from './spans.ts';
+export { traceSend, traceReceive, traceGroupReceive, traceDelivered, receiveSpan, traceAppend, traceReplica, traceApplied, traceNowMs, type AppendTrace, type ReplicaTrace, type ReadRecordLike } from './spans.ts';
 export * from './semconv.ts';
 export { TRACING_OPTIONS, tracingFromFlags } from './cli.ts';

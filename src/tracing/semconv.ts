@@ -18,6 +18,8 @@ export const ATTR_MESSAGING_OPERATION_TYPE = 'messaging.operation.type';
 export const ATTR_MESSAGING_OPERATION_NAME = 'messaging.operation.name';
 /** `messaging.batch.message_count`: records of the operation (set when more than one). */
 export const ATTR_MESSAGING_BATCH_MESSAGE_COUNT = 'messaging.batch.message_count';
+/** `messaging.consumer.group.name`: the consumer group of a group read. */
+export const ATTR_MESSAGING_CONSUMER_GROUP_NAME = 'messaging.consumer.group.name';
 /** `messaging.client.id`: the process that acted (gateway member, broker id). */
 export const ATTR_MESSAGING_CLIENT_ID = 'messaging.client.id';
 

@@ -21,9 +21,11 @@ import {
   traceAppend,
   traceApplied,
   traceReceive,
+  traceGroupReceive,
   traceReplica,
   traceSend,
   ATTR_MESSAGING_BATCH_MESSAGE_COUNT,
+  ATTR_MESSAGING_CONSUMER_GROUP_NAME,
   ATTR_MESSAGING_DESTINATION_NAME,
   ATTR_MESSAGING_DESTINATION_PARTITION_ID,
   ATTR_MESSAGING_OPERATION_NAME,
@@ -94,6 +96,7 @@ describe('tracing config', () => {
     expect(ATTR_MESSAGING_OPERATION_TYPE).toBe(incubating.ATTR_MESSAGING_OPERATION_TYPE);
     expect(ATTR_MESSAGING_OPERATION_NAME).toBe(incubating.ATTR_MESSAGING_OPERATION_NAME);
     expect(ATTR_MESSAGING_BATCH_MESSAGE_COUNT).toBe(incubating.ATTR_MESSAGING_BATCH_MESSAGE_COUNT);
+    expect(ATTR_MESSAGING_CONSUMER_GROUP_NAME).toBe(incubating.ATTR_MESSAGING_CONSUMER_GROUP_NAME);
     expect(incubating.MESSAGING_OPERATION_TYPE_VALUE_SEND).toBe('send');
     expect(incubating.MESSAGING_OPERATION_TYPE_VALUE_RECEIVE).toBe('receive');
   });
@@ -193,6 +196,36 @@ describe('spans of a record path', () => {
     expect(receive.links.map((l) => l.context.spanId)).toEqual([send!.spanContext().spanId]);
   });
 
+  it('a consumer group poll makes one receive span per topic with traced records, named by group, linked to each creation context', async () => {
+    await install(1);
+    const ctxA = { traceId: 'a'.repeat(32), spanId: 'b'.repeat(16), traceFlags: 1 };
+    const ctxB = { traceId: 'c'.repeat(32), spanId: 'd'.repeat(16), traceFlags: 1 };
+    const h = (sc: typeof ctxA) => [{ key: TRACE_HEADER, value: Buffer.from(`00-${sc.traceId}-${sc.spanId}-01`) }];
+    const polled = [
+      { topic: 'orders', partition: 0, offset: 5, headers: h(ctxA) },
+      { topic: 'orders', partition: 1, offset: 9, headers: h(ctxB) },
+      { topic: 'plain', partition: 0, offset: 1, headers: [] },
+      { topic: 'single', partition: 2, offset: 7, headers: h(ctxB) },
+    ];
+    const got = await traceGroupReceive('billing', undefined, async () => polled);
+    expect(got).toBe(polled);
+    const all = await spans(2);
+    await tracer.flush();
+    expect(exporter.getFinishedSpans().map((s) => s.name).sort()).toEqual(['receive orders', 'receive single']);
+    const orders = all.find((s) => s.name === 'receive orders')!;
+    expect(orders.kind).toBe(SpanKind.CONSUMER);
+    expect(orders.attributes).toMatchObject({ 'messaging.consumer.group.name': 'billing', 'messaging.operation.type': 'receive', 'messaging.batch.message_count': 2, 'edgeq.offset': 5 });
+    expect(orders.attributes['messaging.destination.partition.id']).toBeUndefined();
+    expect(orders.links.map((l) => l.context.spanId).sort()).toEqual([ctxA.spanId, ctxB.spanId]);
+    expect(orders.spanContext().traceId).toBe(ctxA.traceId);
+    const single = all.find((s) => s.name === 'receive single')!;
+    expect(single.attributes).toMatchObject({ 'messaging.destination.partition.id': '2', 'messaging.consumer.group.name': 'billing' });
+
+    await shutdownTracing();
+    const passed = await traceGroupReceive('billing', undefined, async () => polled);
+    expect(passed).toBe(polled);
+  });
+
   it('an unsampled produce writes no header, and its batch is not followed', async () => {
     await install(0);
     const input = [rec('a')];
@@ -248,24 +281,26 @@ describe('JIT warm-up at install', () => {
     expect(got.map((s) => s.name)).toEqual(['send orders']);
   });
 
-  it('the warm-up itself makes spans at every hop (so a broken hook would leave the path cold), and puts back the tracer it found', async () => {
-    const { NoopSpanProcessor } = await import('@opentelemetry/sdk-trace-base');
-    const ended: string[] = [];
-    const onEnd = NoopSpanProcessor.prototype.onEnd;
-    NoopSpanProcessor.prototype.onEnd = function (span: ReadableSpan) {
-      ended.push(span.name);
-    };
-    try {
-      await install(1);
-      const before = activeTracer();
-      await warmUpTracing(await import('@opentelemetry/api'), await import('@opentelemetry/sdk-trace-base'), 3);
-      expect(activeTracer()).toBe(before);
-      // Per round: send, append, commit, replicate, apply, receive.
-      for (const name of ['send', 'append', 'commit', 'replicate', 'apply', 'receive']) expect(ended.filter((n) => n === `${name} edgeq-warm-up`), name).toHaveLength(3);
-      await tracer.flush();
-      expect(exporter.getFinishedSpans()).toEqual([]);
-    } finally {
-      NoopSpanProcessor.prototype.onEnd = onEnd;
-    }
+  it('the warm-up itself makes spans at every hop (so a broken hook would leave the path cold), drops them, and puts back the tracer it found', async () => {
+    const sdk = await import('@opentelemetry/sdk-trace-base');
+    const made: string[] = [];
+    let sinkGot = 0;
+    // The provider recipe the warm-up is given: a recorder in front of the sink it passes in.
+    const makeProvider = (sink: import('@opentelemetry/sdk-trace-base').SpanExporter) =>
+      new sdk.BasicTracerProvider({
+        spanProcessors: [
+          { onStart: () => undefined, onEnd: (span: ReadableSpan) => void made.push(span.name), forceFlush: () => Promise.resolve(), shutdown: () => Promise.resolve() },
+          new sdk.SimpleSpanProcessor({ export: (spans, done) => { sinkGot += spans.length; sink.export(spans, done); }, shutdown: () => sink.shutdown() }),
+        ],
+      });
+    await install(1);
+    const before = activeTracer();
+    await warmUpTracing(await import('@opentelemetry/api'), makeProvider, 3);
+    expect(activeTracer()).toBe(before);
+    // Per round: send, append, commit, replicate, apply, receive.
+    for (const name of ['send', 'append', 'commit', 'replicate', 'apply', 'receive']) expect(made.filter((n) => n === `${name} edgeq-warm-up`), name).toHaveLength(3);
+    expect(sinkGot).toBe(18);
+    await tracer.flush();
+    expect(exporter.getFinishedSpans()).toEqual([]);
   });
 });

@@ -18,6 +18,7 @@ import {
   ATTR_EDGEQ_ORIGIN_OFFSET,
   ATTR_EDGEQ_ORIGIN_REGION,
   ATTR_MESSAGING_BATCH_MESSAGE_COUNT,
+  ATTR_MESSAGING_CONSUMER_GROUP_NAME,
   ATTR_MESSAGING_DESTINATION_NAME,
   ATTR_MESSAGING_DESTINATION_PARTITION_ID,
   ATTR_MESSAGING_OPERATION_NAME,
@@ -112,8 +113,33 @@ export async function traceReceive<T extends { records: readonly ReadRecordLike[
   return out;
 }
 
+/**
+ * Runs a consumer group's poll (records of several topics and partitions) and makes one `receive
+ * {topic}` span per topic it returned, as `traceReceive` does for one partition, with
+ * `messaging.consumer.group.name`; the partition attribute only when the topic's records are all
+ * from one partition.
+ */
+export async function traceGroupReceive<R extends ReadRecordLike & { topic: string; partition: number }>(group: string, incoming: string | undefined, poll: () => Promise<R[]>): Promise<R[]> {
+  const t = activeTracer();
+  if (t === null) return poll();
+  const startMs = traceNowMs();
+  const records = await poll();
+  const endMs = traceNowMs();
+  const byTopic = new Map<string, R[]>();
+  for (const r of records) {
+    const mine = byTopic.get(r.topic);
+    if (mine) mine.push(r);
+    else byTopic.set(r.topic, [r]);
+  }
+  for (const [topic, mine] of byTopic) {
+    const partition = mine.every((r) => r.partition === mine[0]!.partition) ? mine[0]!.partition : null;
+    receiveSpan(t, { topic, partition, incoming, records: mine, startMs, endMs, attributes: { [ATTR_MESSAGING_CONSUMER_GROUP_NAME]: group } });
+  }
+  return records;
+}
+
 /** The `receive` span of records already read (the SSE stream calls this per chunk it sends). */
-export function receiveSpan(t: ActiveTracer, o: { topic: string; partition: number | null; incoming?: string | undefined; records: readonly ReadRecordLike[]; startMs: number; endMs: number }): void {
+export function receiveSpan(t: ActiveTracer, o: { topic: string; partition: number | null; incoming?: string | undefined; records: readonly ReadRecordLike[]; startMs: number; endMs: number; attributes?: Attributes }): void {
   const contexts = new Map<string, SpanContext>();
   for (const r of o.records) {
     if (r.headers.length === 0) continue;
@@ -127,6 +153,7 @@ export function receiveSpan(t: ActiveTracer, o: { topic: string; partition: numb
   const links: Link[] = [...contexts.values()].map((context) => ({ context }));
   const attributes: Attributes = { ...baseAttributes('receive', o.topic, o.partition), [ATTR_MESSAGING_OPERATION_TYPE]: 'receive', [ATTR_MESSAGING_BATCH_MESSAGE_COUNT]: o.records.length };
   if (o.records[0]) attributes[ATTR_EDGEQ_OFFSET] = o.records[0].offset;
+  if (o.attributes) Object.assign(attributes, o.attributes);
   t.tracer.startSpan(`receive ${o.topic}`, { kind: KIND_CONSUMER, attributes, links, startTime: o.startMs }, t.parent(parent)).end(o.endMs);
 }
 

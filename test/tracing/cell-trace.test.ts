@@ -2,7 +2,8 @@
 // through the gateway app over a real in-process cell of 3 brokers (replication factor 3,
 // acks=all) gives send → append and commit at the leader → replicate at each of the two
 // followers → receive at the read, all in the produce's trace; a produce that was not sampled
-// writes no traceparent and makes no span anywhere on the path.
+// writes no traceparent and makes no span anywhere on the path; a consumer group poll makes a
+// receive span named by its group.
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { waitFor } from '../../src/testing/index.ts';
@@ -87,3 +88,31 @@ it('a produce that was not sampled carries no traceparent and makes no span', as
   await spansOf('feedfeedfeedfeedfeedfeedfeedfeed', ['send cell-traced', 'append cell-traced', 'commit cell-traced', 'replicate cell-traced'], { 'replicate cell-traced': 2 });
   expect(exporter.getFinishedSpans().filter((s) => s.spanContext().traceId !== 'feedfeedfeedfeedfeedfeedfeedfeed')).toEqual([]);
 }, 30_000);
+
+it('a consumer group poll through the gateway makes a receive span named by its group, linked to the send', async () => {
+  const traceId = 'ab5e17edab5e17edab5e17edab5e17ed';
+  const res = await gw.app.request('/v1/topics/cell-traced/records?acks=all', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', traceparent: `00-${traceId}-1234567890abcdef-01` },
+    body: JSON.stringify({ records: [{ value: 'grouped' }] }),
+  });
+  expect(res.status).toBe(200);
+  const joined = await gw.app.request('/v1/groups/traced-readers/members', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ topics: ['cell-traced'], fromBeginning: true }) });
+  expect(joined.status).toBe(201);
+  const { memberId } = (await joined.json()) as { memberId: string };
+  // Right after joining a poll may answer nothing (the assignment is settling): poll until the record comes, bounded.
+  await waitFor('the group to deliver the traced record', 20_000, async () => {
+    const poll = await gw.app.request(`/v1/groups/traced-readers/members/${memberId}/records?waitMs=500`);
+    const { records } = (await poll.json()) as { records: { value: string }[] };
+    return records.some((r) => r.value === 'grouped') ? true : undefined;
+  }, 10);
+  const [send] = (await spansOf(traceId, ['send cell-traced'])).filter((s) => s.name === 'send cell-traced');
+  // The poll returned the earlier tests' traced records too: its span's parent is the first one's
+  // context (another trace), and it links to every creation context it returned, this send's among them.
+  const receive = await waitFor('the group poll\'s receive span', 10_000, async () => {
+    await tracer.flush();
+    return exporter.getFinishedSpans().find((s) => s.name === 'receive cell-traced' && s.attributes['messaging.consumer.group.name'] === 'traced-readers' && s.links.some((l) => l.context.spanId === send!.spanContext().spanId));
+  }, 20);
+  expect(receive.attributes).toMatchObject({ 'messaging.operation.type': 'receive', 'messaging.destination.partition.id': '0' });
+  expect((await gw.app.request(`/v1/groups/traced-readers/members/${memberId}`, { method: 'DELETE' })).status).toBe(204);
+}, 40_000);
