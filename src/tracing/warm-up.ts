@@ -6,9 +6,9 @@
  * runs in the interpreter and baseline tiers at several times the cost of compiled code. Measured
  * with `perf` on a loaded deployment: `^startSpan` (baseline) and the traced-batch decode were
  * most of tracing's 3-5% of the brokers' CPU at 1%, where at 100% the same work is compiled and a
- * span costs ~20 µs; the interleaved bench measured 1% at 0.886 of off without this and 0.98 with
- * it (bench/results/tracing.json). Making and dropping a few thousand spans through the very same
- * code with the very same shapes at start (~100-300 ms of CPU, once) leaves it compiled.
+ * span costs ~20 µs; the interleaved bench measured 1% at 0.886 of off without this and 0.91-0.96
+ * with it (README, "Tracing's cost"). Making and dropping a few thousand spans through the very
+ * same code with the very same shapes at start (~100-300 ms of CPU, once) leaves it compiled.
  *
  * The warm-up runs every hook with a tracer of its own, made by the same recipe as the real one
  * (same processor, resource and sampler: other classes or shapes would leave code compiled for
