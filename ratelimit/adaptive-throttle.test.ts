@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { FakeClock, seededRandom } from '../src/core/index.ts';
-import { AdaptiveThrottle, WINDOW_BUCKETS } from './adaptive-throttle.ts';
+import { AdaptiveThrottle, REJECT_PROBABILITY_MAX, WINDOW_BUCKETS } from './adaptive-throttle.ts';
 
 describe('AdaptiveThrottle (SRE book, K = 2)', () => {
   it('sends everything while the server accepts', () => {
@@ -37,8 +37,22 @@ describe('AdaptiveThrottle (SRE book, K = 2)', () => {
     const clock = new FakeClock();
     const t = new AdaptiveThrottle(clock, seededRandom(7));
     for (let i = 0; i < 1000; i++) t.admit();
-    expect(t.rejectProbability()).toBeGreaterThan(0.9);
+    expect(t.rejectProbability()).toBe(REJECT_PROBABILITY_MAX);
     clock.advance(WINDOW_BUCKETS * 1000 + 1000);
     expect(t.rejectProbability()).toBe(0);
+  });
+
+  it('never locks a client out: with no accept at all it still sends about a fifth of its attempts', () => {
+    const clock = new FakeClock();
+    const t = new AdaptiveThrottle(clock, seededRandom(3));
+    let sent = 0;
+    for (let i = 0; i < 10_000; i++) {
+      if (i % 100 === 0) clock.advance(100);
+      if (t.admit()) sent++;
+    }
+    expect(t.rejectProbability()).toBe(REJECT_PROBABILITY_MAX);
+    // 1 − 0.8 of 10,000, with room for the draws (binomial sd ≈ 40).
+    expect(sent).toBeGreaterThan(1_800);
+    expect(sent).toBeLessThan(2_300);
   });
 });

@@ -10,7 +10,7 @@ export { QuotaBook, QUOTA_BUCKETS_MAX, QUOTAS_MAX, type Admission } from './quot
 export { parseQuota, resolveQuota, quotaKey, sameQuota, QUOTA_VALUE_MAX, DEFAULT_BURST_SEC, TENANT_NAME, QUOTA_TOPIC_NAME, type Quota, type QuotaLimits } from './quota.ts';
 export { maxMinFairShares, jainIndex, type Claim } from './fair-share.ts';
 export { GradientController, SeedsRuleController, GRADIENT_DEFAULTS, type CapacityController, type ControllerDecision, type GradientOptions } from './controller.ts';
-export { AdaptiveThrottle, ADAPTIVE_K, WINDOW_BUCKETS } from './adaptive-throttle.ts';
+export { AdaptiveThrottle, ADAPTIVE_K, REJECT_PROBABILITY_MAX, WINDOW_BUCKETS } from './adaptive-throttle.ts';
 export { rateLimitHeaders, retryAfterSec, RATELIMIT_HEADERS_DRAFT, type PolicyState } from './headers.ts';
 export { MemoryQuotaAdmin, type QuotaAdmin } from './quota-admin.ts';
 export { GlobalShare, GLOBAL_SHARE_DEFAULTS, type GlobalShareOptions } from './global-share.ts';

@@ -7,7 +7,8 @@
  *   against the retry limit (the delivery timeout bounds them), since nothing was written.
  * - **Adaptive throttling** (Google SRE book, "Handling Overload", K = 2; ratelimit/): per broker,
  *   the requests sent and the ones the broker accepted over the last two minutes; a new request
- *   is refused here with probability max(0, (requests − K·accepts) / (requests + 1)), so a client
+ *   is refused here with probability max(0, (requests − K·accepts) / (requests + 1)), capped at
+ *   REJECT_PROBABILITY_MAX (0.8: no client is locked out of a shared quota), so a client
  *   the broker keeps refusing sends a falling share of what it would, and goes back to sending
  *   everything once the broker accepts again. Refused here: THROTTLED, retriable.
  */
