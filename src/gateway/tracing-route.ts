@@ -48,6 +48,6 @@ export function registerTracingRoutes(app: Hono<{ Variables: AuthVariables }>, d
       if (!SETTABLE.has(key)) throw new EdgeqError('INVALID_ARGUMENT', `unknown field "${key}" (settable: ${[...SETTABLE].join(', ')})`, { details: { field: key } });
     }
     if (!('sampleRatio' in body)) throw new EdgeqError('INVALID_ARGUMENT', 'sampleRatio is required (a number within 0..1)', { details: { field: 'sampleRatio' } });
-    return c.json(view(setSampleRatio(body.sampleRatio as number)));
+    return c.json(view(setSampleRatio(body.sampleRatio)));
   });
 }

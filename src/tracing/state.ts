@@ -56,7 +56,7 @@ export function setActiveTracer(t: ActiveTracer | null): ActiveTracer | null {
  * sampled keep their decision). INVALID_ARGUMENT outside 0..1; NOT_FOUND when tracing is off
  * (nothing to sample: the OTLP endpoint is a start-up setting). Nothing changes on a refusal.
  */
-export function setSampleRatio(ratio: number): ActiveTracer {
+export function setSampleRatio(ratio: unknown): ActiveTracer {
   if (typeof ratio !== 'number' || !Number.isFinite(ratio) || ratio < 0 || ratio > 1) {
     throw new EdgeqError('INVALID_ARGUMENT', `sampleRatio must be a number within 0..1, got ${JSON.stringify(ratio) ?? String(ratio)}`, { details: { field: 'sampleRatio' } });
   }

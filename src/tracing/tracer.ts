@@ -7,6 +7,7 @@
  * sampler is parent-based: a record whose producer sampled it is followed everywhere; new traces
  * (a produce with no incoming context) are sampled at the ratio by `traceSend`.
  */
+import type { SpanContext } from '@opentelemetry/api';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { TracingConfig } from './config.ts';
 import { ATTR_EDGEQ_REGION } from './semconv.ts';
@@ -42,7 +43,8 @@ export async function installTracing(config: TracingConfig, identity: TracingIde
   const exporter = o.exporter ?? new (await import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter({ url: config.url!, timeoutMillis: SPAN_EXPORT_TIMEOUT_MS });
   // One recipe for the real provider and the warm-up's: the same processor, resource and sampler
   // classes and shapes, so that the code the warm-up compiles is the code traffic runs (with a
-  // different processor class, V8 dropped the compiled startSpan at the first real span).
+  // no-op processor, V8 dropped the compiled SpanImpl and the processor's onStart/onEnding/onEnd
+  // at the first real spans: --trace-deopt, wrong map).
   const makeProvider = (to: SpanExporter) =>
     new sdk.BasicTracerProvider({
       resource: resources.resourceFromAttributes({
@@ -67,7 +69,8 @@ export async function installTracing(config: TracingConfig, identity: TracingIde
   const provider = makeProvider(exporter);
   // Before the real tracer is installed (and before the process serves): warm-up.ts says why.
   // Off by default with an injected exporter (tests install many tracers and do not measure speed).
-  const warmUpMs = (o.warmUp ?? !o.exporter) ? Math.round(await warmUpTracing(api, makeProvider)) : null;
+  const parent = (sc: SpanContext | null) => (sc === null ? api.ROOT_CONTEXT : api.trace.setSpanContext(api.ROOT_CONTEXT, sc));
+  const warmUpMs = (o.warmUp ?? !o.exporter) ? Math.round(await warmUpTracing(makeProvider, parent)) : null;
   const installed: ActiveTracer = {
     tracer: provider.getTracer('edgeq', VERSION),
     identity,
@@ -75,7 +78,7 @@ export async function installTracing(config: TracingConfig, identity: TracingIde
     url: o.exporter ? null : config.url,
     exportDelayMs: config.exportDelayMs,
     warmUpMs,
-    parent: (sc) => (sc === null ? api.ROOT_CONTEXT : api.trace.setSpanContext(api.ROOT_CONTEXT, sc)),
+    parent,
     flush: () => provider.forceFlush(),
     shutdown: async () => {
       if (activeTracer() === installed) setActiveTracer(null);

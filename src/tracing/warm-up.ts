@@ -4,9 +4,9 @@
  * Why: at 1% sampling the span path (our hooks, the traced-batch scan, the SDK's startSpan, Span
  * and processor) runs ~100 times a second, too rarely for V8 to compile it while it serves, so it
  * runs in the interpreter and baseline tiers at several times the cost of compiled code. Measured
- * with `perf` on a loaded deployment: `^startSpan` (baseline) and the traced-batch decode were
- * most of tracing's 3-5% of the brokers' CPU at 1%, where at 100% the same work is compiled and a
- * span costs ~20 µs; the interleaved bench measured 1% at 0.886 of off without this and 0.91-0.96
+ * with `perf` on a loaded deployment: the SDK's span code ran in the baseline tier (`^startSpan`)
+ * and a span cost ~125 µs of wall time at 1%, where at 100% the same work is compiled and a span
+ * costs ~20 µs; the interleaved bench measured 1% at 0.886 of off without this and 0.91-0.96
  * with it (README, "Tracing's cost"). Making and dropping a few thousand spans through the very
  * same code with the very same shapes at start (~100-300 ms of CPU, once) leaves it compiled.
  *
@@ -15,7 +15,7 @@
  * them, which V8 throws away at the first real span) but exporting to a sink that drops every
  * span: nothing leaves the process, and the installed tracer is put back before the real one is.
  */
-import type * as Api from '@opentelemetry/api';
+import type { Context, SpanContext } from '@opentelemetry/api';
 import type { BasicTracerProvider, SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { buildBatch, stampOrigin } from '../log/index.ts';
 import { TRACE_HEADER } from './carrier.ts';
@@ -37,8 +37,11 @@ const DROP: SpanExporter = {
   forceFlush: () => Promise.resolve(),
 };
 
-/** Runs the warm-up; returns how long it took (ms). Never throws: a failed warm-up only costs speed. */
-export async function warmUpTracing(api: typeof Api, makeProvider: (exporter: SpanExporter) => BasicTracerProvider, rounds = WARM_UP_ROUNDS): Promise<number> {
+/**
+ * Runs the warm-up with providers from `makeProvider` (the real tracer's recipe) and the real
+ * tracer's `parent`; returns how long it took (ms). Never throws: a failed warm-up only costs speed.
+ */
+export async function warmUpTracing(makeProvider: (exporter: SpanExporter) => BasicTracerProvider, parent: (sc: SpanContext | null) => Context, rounds = WARM_UP_ROUNDS): Promise<number> {
   const started = performance.now();
   const previous = activeTracer();
   const provider = makeProvider(DROP);
@@ -49,7 +52,7 @@ export async function warmUpTracing(api: typeof Api, makeProvider: (exporter: Sp
     url: null,
     exportDelayMs: 1,
     warmUpMs: null,
-    parent: (sc) => (sc === null ? api.ROOT_CONTEXT : api.trace.setSpanContext(api.ROOT_CONTEXT, sc)),
+    parent,
     flush: () => Promise.resolve(),
     shutdown: () => Promise.resolve(),
   };
