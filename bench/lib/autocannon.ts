@@ -22,6 +22,8 @@ export interface CannonOptions {
   durationSec: number;
   /** Per-request timeout (autocannon's default is 10 s). */
   timeoutSec?: number;
+  /** Open loop: requests per second over all connections (autocannon's overallRate); absent: as fast as answers come. */
+  overallRate?: number;
 }
 
 /** What one run gives, as the bench reports it. */
@@ -79,6 +81,7 @@ export function cannon(o: CannonOptions, graceSec = 30): Promise<CannonSummary> 
         pipelining: o.pipelining,
         duration: o.durationSec,
         timeout: o.timeoutSec ?? 10,
+        ...(o.overallRate !== undefined ? { overallRate: o.overallRate } : {}),
         requests: o.requests.map((r) => ({ method: r.method, path: r.path, headers: r.headers, ...(r.body !== undefined ? { body: r.body } : {}) })),
       },
       (err, r) => {

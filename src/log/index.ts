@@ -8,7 +8,7 @@ export { scanBatchHeaders, HEADER_SCAN_READ_BYTES } from './header-scan.ts';
 export { mergeable, mergeBatches, batchAttributes } from './batch-merge.ts';
 export * from './record.ts';
 export * from './compression.ts';
-export { zigzag, unzigzag, varintSize, writeVarint, readVarint, readInt64, writeInt64 } from './varint.ts';
+export { zigzag, unzigzag, varintSize, writeVarint, readVarint, readInt64, writeInt64, type VarintRead } from './varint.ts';
 export type { Storage, StorageFile } from './storage.ts';
 export { isDiskFull } from './storage.ts';
 export { FsStorage } from './fs-storage.ts';

@@ -5,7 +5,22 @@
  * already has) and decodes the records of traced batches only.
  */
 import type { SpanContext } from '@opentelemetry/api';
-import { ATTR_HAS_TRACE, LOG_OVERHEAD, OFFSET_ATTRIBUTES, OFFSET_BATCH_LENGTH, OFFSET_RECORD_COUNT, TRACE_HEADER, decodeBatch, splitBatches, type RecordHeader } from '../log/index.ts';
+import {
+  ATTR_HAS_TRACE,
+  CompressionCodec,
+  LOG_OVERHEAD,
+  OFFSET_ATTRIBUTES,
+  OFFSET_BATCH_LENGTH,
+  OFFSET_RECORD_COUNT,
+  TRACE_HEADER,
+  decompress,
+  readBatchHeader,
+  readVarint,
+  splitBatches,
+  type BatchHeader,
+  type RecordHeader,
+  type VarintRead,
+} from '../log/index.ts';
 
 export { TRACE_HEADER };
 
@@ -101,52 +116,102 @@ export interface TracedRecords {
   originOffset: number | null;
 }
 
+/** TRACE_HEADER's bytes, compared in place with the header keys of a traced batch's records. */
+const TRACE_HEADER_BYTES = Buffer.from(TRACE_HEADER, 'latin1');
+/** Bound on a traced batch's decompressed records (as the log's own decode bounds it). */
+const DECOMPRESSED_BYTES_MAX = 256 * 1024 * 1024;
+
 /**
  * The sampled creation contexts in traced batches of `bytes`, first appearance first, at most
  * TRACE_CONTEXTS_PER_BATCH_MAX (`dropped` counts the rest). Untraced batches are skipped without
- * being decoded; a batch that does not decode is skipped too (the log refuses it on its own).
+ * being read; a traced one is walked in place, looking only at its records' header keys (no
+ * record objects: at 1% sampling this runs on a few batches a second, too rarely to stay
+ * compiled or cached, so it does as little as it can). A compressed traced batch is decompressed
+ * first; a batch that does not walk is skipped (the log refuses it on its own).
  */
 export async function tracedRecords(bytes: Uint8Array): Promise<{ traced: TracedRecords[]; dropped: number }> {
   if (bytes.length === 0 || !(bytes instanceof Uint8Array)) return { traced: [], dropped: 0 };
   const buf = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const byParent = new Map<string, TracedRecords>();
-  let dropped = 0;
-  let index = 0;
+  const scan: ContextScan = { byParent: new Map(), dropped: 0, index: 0 };
   for (const b of splitBatches(buf)) {
     const count = b.readInt32BE(OFFSET_RECORD_COUNT);
     if ((b.readInt16BE(OFFSET_ATTRIBUTES) & ATTR_HAS_TRACE) === 0) {
-      index += count;
+      scan.index += count;
       continue;
     }
-    let decoded;
+    const start = scan.index;
     try {
-      decoded = await decodeBatch(b);
+      const header = readBatchHeader(b);
+      const section = b.subarray(header.recordsOffset, header.sizeBytes);
+      const plain = header.codec === CompressionCodec.none ? section : await decompress(header.codec, section, DECOMPRESSED_BYTES_MAX);
+      scanRecords(plain, header, scan);
     } catch {
-      index += count;
-      continue;
+      // not walkable: skipped, its records still counted
     }
-    const { header, records } = decoded;
-    for (const r of records) {
-      const sc = recordContext(r.headers);
-      if (sc !== null) {
-        const key = `${sc.traceId}-${sc.spanId}`;
-        const seen = byParent.get(key);
-        if (seen) seen.count++;
-        else if (byParent.size >= TRACE_CONTEXTS_PER_BATCH_MAX) dropped++;
-        else {
-          const delta = r.offset - header.baseOffset;
-          byParent.set(key, {
-            context: sc,
-            count: 1,
-            index,
-            offset: r.offset,
-            originRegion: header.originRegion,
-            originOffset: header.originRegion !== null ? header.originOffset + delta : null,
-          });
-        }
-      }
-      index++;
-    }
+    scan.index = start + count;
   }
-  return { traced: [...byParent.values()], dropped };
+  return { traced: [...scan.byParent.values()], dropped: scan.dropped };
+}
+
+interface ContextScan {
+  byParent: Map<string, TracedRecords>;
+  dropped: number;
+  /** Position of the next record among all records of the operation. */
+  index: number;
+}
+
+/** Walks one batch's records (uncompressed) for `traceparent` headers; throws CORRUPT_BATCH on a record that does not parse. */
+function scanRecords(plain: Buffer, header: BatchHeader, scan: ContextScan): void {
+  const v: VarintRead = { value: 0, next: 0 };
+  const len = plain.length;
+  let p = 0;
+  for (let i = 0; i < header.recordCount && p < len; i++, scan.index++) {
+    readVarint(plain, p, len, v);
+    const end = v.next + v.value;
+    if (v.value < 1 || end > len) return;
+    readVarint(plain, v.next + 1, end, v); // timestamp delta, after the attributes byte
+    readVarint(plain, v.next, end, v); // offset delta
+    const offsetDelta = v.value;
+    readVarint(plain, v.next, end, v); // key
+    readVarint(plain, v.next + Math.max(0, v.value), end, v); // value
+    readVarint(plain, v.next + Math.max(0, v.value), end, v); // header count
+    const headers = v.value;
+    let q = v.next;
+    for (let h = 0; h < headers && q < end; h++) {
+      readVarint(plain, q, end, v);
+      const keyStart = v.next;
+      const keyLen = v.value;
+      readVarint(plain, keyStart + Math.max(0, keyLen), end, v);
+      const valueStart = v.next;
+      const valueLen = v.value;
+      q = valueStart + Math.max(0, valueLen);
+      if (keyLen !== TRACE_HEADER_BYTES.length || valueLen < 0 || q > end || !isTraceKey(plain, keyStart)) continue;
+      const sc = parseTraceparent(plain.toString('latin1', valueStart, q));
+      if (sc !== null && sampled(sc)) note(scan, sc, header, offsetDelta);
+      break; // the first traceparent is the record's, as recordContext reads it
+    }
+    p = end;
+  }
+}
+
+function isTraceKey(buf: Buffer, at: number): boolean {
+  for (let k = 0; k < TRACE_HEADER_BYTES.length; k++) if (buf[at + k] !== TRACE_HEADER_BYTES[k]) return false;
+  return true;
+}
+
+function note(scan: ContextScan, sc: SpanContext, header: BatchHeader, offsetDelta: number): void {
+  const key = `${sc.traceId}-${sc.spanId}`;
+  const seen = scan.byParent.get(key);
+  if (seen) seen.count++;
+  else if (scan.byParent.size >= TRACE_CONTEXTS_PER_BATCH_MAX) scan.dropped++;
+  else {
+    scan.byParent.set(key, {
+      context: sc,
+      count: 1,
+      index: scan.index,
+      offset: header.baseOffset + offsetDelta,
+      originRegion: header.originRegion,
+      originOffset: header.originRegion !== null ? header.originOffset + offsetDelta : null,
+    });
+  }
 }

@@ -281,25 +281,18 @@ describe('JIT warm-up at install', () => {
     expect(got.map((s) => s.name)).toEqual(['send orders']);
   });
 
-  it('the warm-up itself makes spans at every hop (so a broken hook would leave the path cold), drops them, and puts back the tracer it found', async () => {
-    const sdk = await import('@opentelemetry/sdk-trace-base');
-    const made: string[] = [];
-    let sinkGot = 0;
-    // The provider recipe the warm-up is given: a recorder in front of the sink it passes in.
-    const makeProvider = (sink: import('@opentelemetry/sdk-trace-base').SpanExporter) =>
-      new sdk.BasicTracerProvider({
-        spanProcessors: [
-          { onStart: () => undefined, onEnd: (span: ReadableSpan) => void made.push(span.name), forceFlush: () => Promise.resolve(), shutdown: () => Promise.resolve() },
-          new sdk.SimpleSpanProcessor({ export: (spans, done) => { sinkGot += spans.length; sink.export(spans, done); }, shutdown: () => sink.shutdown() }),
-        ],
-      });
+  it('the warm-up itself makes spans at every hop (so a broken hook would leave the path cold), exports them in the real shape, and puts back the tracer it found', async () => {
+    const { resourceFromAttributes } = await import('@opentelemetry/resources');
+    const sink = new InMemorySpanExporter();
     await install(1);
     const before = activeTracer();
-    await warmUpTracing(makeProvider, tracer.parent, 3);
+    await warmUpTracing(resourceFromAttributes({ 'service.name': 'edgeq-warm-up-test' }), 3, sink);
     expect(activeTracer()).toBe(before);
+    const made = sink.getFinishedSpans();
     // Per round: send, append, commit, replicate, apply, receive.
-    for (const name of ['send', 'append', 'commit', 'replicate', 'apply', 'receive']) expect(made.filter((n) => n === `${name} edgeq-warm-up`), name).toHaveLength(3);
-    expect(sinkGot).toBe(18);
+    for (const name of ['send', 'append', 'commit', 'replicate', 'apply', 'receive']) expect(made.filter((s) => s.name === `${name} edgeq-warm-up`), name).toHaveLength(3);
+    expect(made).toHaveLength(18);
+    expect(made.every((s) => s.resource.attributes['service.name'] === 'edgeq-warm-up-test')).toBe(true);
     await tracer.flush();
     expect(exporter.getFinishedSpans()).toEqual([]);
   });

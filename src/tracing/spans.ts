@@ -3,10 +3,11 @@
  * `append` and `commit` at the leader, `replicate` at each follower, `apply` where another
  * region's exchange applies it, `receive` at the consuming gateway. Each hook's first line returns
  * when no tracer is installed; the broker and exchange hooks then read two attribute bytes per
- * batch and decode only batches that carry a context, after the fact and off the answer's path
- * (their spans are made with the times taken when things happened).
+ * batch and walk only batches that carry a context, after the fact and off the answer's path
+ * (their spans are made with the times taken when things happened). A span is one SpanRecord
+ * handed to the tracer's queue when it is over (span-queue.ts says why not the SDK's spans).
  */
-import type { Attributes, Link, Span, SpanContext, SpanKind } from '@opentelemetry/api';
+import type { Attributes, Link, SpanContext, SpanKind, SpanStatus } from '@opentelemetry/api';
 import type { RecordHeader } from '../log/index.ts';
 import { anyBatchTraced, injectRecords, parseTraceparent, recordContext, sampled, TRACE_CONTEXTS_PER_BATCH_MAX, tracedRecords, type TracedRecords } from './carrier.ts';
 import {
@@ -26,6 +27,8 @@ import {
   ATTR_MESSAGING_SYSTEM,
   MESSAGING_SYSTEM,
 } from './semconv.ts';
+import { newSpanId, newTraceId } from './ids.ts';
+import type { SpanRecord } from './span-queue.ts';
 import { activeTracer, type ActiveTracer } from './state.ts';
 
 // The API's enum values, as numbers: this module imports no OpenTelemetry code at run time.
@@ -34,6 +37,10 @@ const KIND_PRODUCER = 3 as SpanKind;
 const KIND_CONSUMER = 4 as SpanKind;
 /** STATUS_ERROR */
 const STATUS_ERROR = 2;
+const STATUS_UNSET: SpanStatus = { code: 0 };
+/** W3C trace-flags: sampled (every span made here is). */
+const FLAGS_SAMPLED = 1;
+const NO_LINKS: Link[] = [];
 
 /** Milliseconds since the epoch with sub-millisecond precision: span times taken on the hot path, used later. */
 export function traceNowMs(): number {
@@ -46,10 +53,21 @@ function baseAttributes(operation: string, topic: string, partition: number | nu
   return a;
 }
 
-function fail(span: Span, err: unknown): void {
+/** The context of a new span: a child of `parent` (same trace), or the root of a new trace. */
+function childContext(parent: SpanContext | null): SpanContext {
+  return { traceId: parent?.traceId ?? newTraceId(), spanId: newSpanId(), traceFlags: FLAGS_SAMPLED };
+}
+
+/** A failed span's status; its `error.type` attribute (the typed error's code) goes into `attributes`. */
+function failed(err: unknown, attributes: Attributes): SpanStatus {
   const e = err as { code?: unknown; message?: unknown } | null;
-  span.setStatus({ code: STATUS_ERROR, message: typeof e?.message === 'string' ? e.message : String(err) });
-  if (typeof e?.code === 'string') span.setAttribute('error.type', e.code);
+  if (typeof e?.code === 'string') attributes['error.type'] = e.code;
+  return { code: STATUS_ERROR, message: typeof e?.message === 'string' ? e.message : String(err) };
+}
+
+/** Hands a finished span to the tracer; `context` defaults to a new child of `parent`. */
+function emit(t: ActiveTracer, r: Omit<SpanRecord, 'context' | 'links' | 'status'> & { context?: SpanContext; links?: Link[]; status?: SpanStatus }): void {
+  t.record({ ...r, context: r.context ?? childContext(r.parent), links: r.links ?? NO_LINKS, status: r.status ?? STATUS_UNSET });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -69,25 +87,26 @@ export async function traceSend<R extends { headers: Record<string, Buffer> }, M
   const t = activeTracer();
   if (t === null) return send(records);
   const parent = incoming === undefined ? null : parseTraceparent(incoming);
-  // The sampling decision, before any SDK call: the caller's when it sent a context, else the ratio.
+  // The sampling decision, before anything is made: the caller's when it sent a context, else the ratio.
   if (parent !== null ? !sampled(parent) : !(Math.random() < t.sampleRatio)) return send(records);
+  const startMs = traceNowMs();
   const attributes: Attributes = { ...baseAttributes('send', topic, null), [ATTR_MESSAGING_OPERATION_TYPE]: 'send' };
   if (records.length > 1) attributes[ATTR_MESSAGING_BATCH_MESSAGE_COUNT] = records.length;
-  const span = t.tracer.startSpan(`send ${topic}`, { kind: KIND_PRODUCER, attributes }, t.parent(parent));
-  if (!span.isRecording()) return send(records);
+  const context = childContext(parent);
+  let status = STATUS_UNSET;
   try {
-    const sent = await send(injectRecords(records, span.spanContext()));
+    const sent = await send(injectRecords(records, context));
     const first = sent[0];
     if (first && sent.every((m) => m.partition === first.partition)) {
-      span.setAttribute(ATTR_MESSAGING_DESTINATION_PARTITION_ID, String(first.partition));
-      if (first.offset >= 0) span.setAttribute(ATTR_EDGEQ_OFFSET, first.offset);
+      attributes[ATTR_MESSAGING_DESTINATION_PARTITION_ID] = String(first.partition);
+      if (first.offset >= 0) attributes[ATTR_EDGEQ_OFFSET] = first.offset;
     }
     return sent;
   } catch (err) {
-    fail(span, err);
+    status = failed(err, attributes);
     throw err;
   } finally {
-    span.end();
+    emit(t, { name: `send ${topic}`, kind: KIND_PRODUCER, context, parent, startMs, endMs: traceNowMs(), attributes, status });
   }
 }
 
@@ -149,12 +168,13 @@ export function receiveSpan(t: ActiveTracer, o: { topic: string; partition: numb
   const ambient = parseTraceparent(o.incoming);
   // An unsampled caller does not hide sampled records: their creation context is then the parent.
   const parent = ambient !== null && sampled(ambient) ? ambient : (contexts.values().next().value ?? ambient);
-  if (parent === null) return;
+  // Parent-based sampling: an unsampled caller with no sampled record makes no span.
+  if (parent === null || !sampled(parent)) return;
   const links: Link[] = [...contexts.values()].map((context) => ({ context }));
   const attributes: Attributes = { ...baseAttributes('receive', o.topic, o.partition), [ATTR_MESSAGING_OPERATION_TYPE]: 'receive', [ATTR_MESSAGING_BATCH_MESSAGE_COUNT]: o.records.length };
   if (o.records[0]) attributes[ATTR_EDGEQ_OFFSET] = o.records[0].offset;
   if (o.attributes) Object.assign(attributes, o.attributes);
-  t.tracer.startSpan(`receive ${o.topic}`, { kind: KIND_CONSUMER, attributes, links, startTime: o.startMs }, t.parent(parent)).end(o.endMs);
+  emit(t, { name: `receive ${o.topic}`, kind: KIND_CONSUMER, parent, startMs: o.startMs, endMs: o.endMs, attributes, links });
 }
 
 /** A `receive` span at the moment records are delivered on a stream (zero length: a stream's poll has no request of its own). */
@@ -211,14 +231,12 @@ function appendTrace(t: ActiveTracer, topic: string, partition: number, records:
         for (const tr of traced) {
           const attributes: Attributes = { ...baseAttributes('append', topic, partition), [ATTR_EDGEQ_BROKER_ID]: o.brokerId, [ATTR_EDGEQ_ACKS]: o.acks, ...tracedAttributes(tr, dropped) };
           if (baseOffset >= 0) attributes[ATTR_EDGEQ_OFFSET] = baseOffset + tr.index;
-          const append = t.tracer.startSpan(`append ${topic}`, { kind: KIND_INTERNAL, attributes, startTime: startMs }, t.parent(tr.context));
-          if (appendEndMs === null && err !== undefined) fail(append, err);
-          append.end(appendEndMs ?? endMs);
-          if (appendEndMs === null || o.acks !== 'all') continue;
           const commitAttributes = { ...attributes, [ATTR_MESSAGING_OPERATION_NAME]: 'commit', ...(isrSize !== undefined ? { [ATTR_EDGEQ_ISR_SIZE]: isrSize } : {}) };
-          const commit = t.tracer.startSpan(`commit ${topic}`, { kind: KIND_INTERNAL, attributes: commitAttributes, startTime: appendEndMs }, t.parent(tr.context));
-          if (err !== undefined) fail(commit, err);
-          commit.end(endMs);
+          const appendStatus = appendEndMs === null && err !== undefined ? failed(err, attributes) : STATUS_UNSET;
+          emit(t, { name: `append ${topic}`, kind: KIND_INTERNAL, parent: tr.context, startMs, endMs: appendEndMs ?? endMs, attributes, status: appendStatus });
+          if (appendEndMs === null || o.acks !== 'all') continue;
+          const commitStatus = err !== undefined ? failed(err, commitAttributes) : STATUS_UNSET;
+          emit(t, { name: `commit ${topic}`, kind: KIND_INTERNAL, parent: tr.context, startMs: appendEndMs, endMs, attributes: commitAttributes, status: commitStatus });
         }
       }).catch(() => undefined);
     },
@@ -267,9 +285,8 @@ function replicaTrace(t: ActiveTracer, topic: string, partition: number, records
       void decoded.then(({ traced, dropped }) => {
         for (const tr of traced) {
           const attributes: Attributes = { ...baseAttributes('replicate', topic, partition), [ATTR_EDGEQ_BROKER_ID]: o.brokerId, [ATTR_EDGEQ_OFFSET]: tr.offset, ...tracedAttributes(tr, dropped) };
-          const span = t.tracer.startSpan(`replicate ${topic}`, { kind: KIND_INTERNAL, attributes, startTime: startMs }, t.parent(tr.context));
-          if (err !== undefined) fail(span, err);
-          span.end(endMs);
+          const status = err !== undefined ? failed(err, attributes) : STATUS_UNSET;
+          emit(t, { name: `replicate ${topic}`, kind: KIND_INTERNAL, parent: tr.context, startMs, endMs, attributes, status });
         }
       }).catch(() => undefined);
     },
@@ -302,7 +319,7 @@ function applySpans(t: ActiveTracer, o: { topic: string; partition: number; batc
     for (const tr of traced) {
       const attributes: Attributes = { ...baseAttributes('apply', o.topic, o.partition), ...tracedAttributes(tr, dropped), 'edgeq.duplicate': o.duplicate };
       if (o.baseOffset >= 0 && !o.duplicate) attributes[ATTR_EDGEQ_OFFSET] = o.baseOffset + tr.index;
-      t.tracer.startSpan(`apply ${o.topic}`, { kind: KIND_INTERNAL, attributes, startTime: o.startMs }, t.parent(tr.context)).end(endMs);
+      emit(t, { name: `apply ${o.topic}`, kind: KIND_INTERNAL, parent: tr.context, startMs: o.startMs, endMs, attributes });
     }
   }).catch(() => undefined);
 }

@@ -2,8 +2,8 @@
  * The process's installed tracer, read by every hook. This module loads nothing: while tracing is
  * off no OpenTelemetry code is even imported (the SDK costs ~80 ms of start-up per process).
  */
-import type { Context, SpanContext, Tracer } from '@opentelemetry/api';
 import { EdgeqError } from '../core/errors.ts';
+import type { SpanRecord } from './span-queue.ts';
 
 /** Who the spans of this process are from. */
 export interface TracingIdentity {
@@ -16,7 +16,6 @@ export interface TracingIdentity {
 
 /** An installed tracer. */
 export interface ActiveTracer {
-  readonly tracer: Tracer;
   readonly identity: TracingIdentity;
   /**
    * Share of new traces recorded (decided in `traceSend`, before any SDK call). Writable: an
@@ -29,8 +28,8 @@ export interface ActiveTracer {
   readonly exportDelayMs: number;
   /** How long the JIT warm-up at install took (ms); null when it did not run (warm-up.ts). */
   readonly warmUpMs: number | null;
-  /** The context to start a child of `sc` in (the root context for null). */
-  parent(sc: SpanContext | null): Context;
+  /** Queues a finished span for export (span-queue.ts; dropped, and counted, when the queue is full). */
+  record(span: SpanRecord): void;
   /** Exports what is queued now. */
   flush(): Promise<void>;
   /** Exports what is queued and stops; the tracer is uninstalled. */

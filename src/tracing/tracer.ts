@@ -1,16 +1,17 @@
 /**
- * Installing the process's tracer from its TracingConfig. The SDK is imported here, on demand:
- * a process with tracing off never loads it.
+ * Installing the process's tracer from its TracingConfig. The SDK's resource and exporter are
+ * imported here, on demand: a process with tracing off never loads them.
  *
- * Spans go through a BatchSpanProcessor (a bounded queue, exported every `exportDelayMs` or when
- * a batch is full) to the OTLP/HTTP JSON exporter; tests inject their own exporter instead. The
- * sampler is parent-based: a record whose producer sampled it is followed everywhere; new traces
- * (a produce with no incoming context) are sampled at the ratio by `traceSend`.
+ * Spans go through a SpanQueue (span-queue.ts: a bounded queue, exported every `exportDelayMs`
+ * or when a batch is full) to the OTLP/HTTP JSON exporter; tests inject their own exporter
+ * instead. Sampling is parent-based: a record whose producer sampled it is followed everywhere
+ * (the hooks make spans only for sampled contexts); new traces (a produce with no incoming
+ * context) are sampled at the ratio by `traceSend`.
  */
-import type { SpanContext } from '@opentelemetry/api';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { TracingConfig } from './config.ts';
 import { ATTR_EDGEQ_REGION } from './semconv.ts';
+import { SpanQueue } from './span-queue.ts';
 import { activeTracer, setActiveTracer, type ActiveTracer, type TracingIdentity } from './state.ts';
 import { warmUpTracing } from './warm-up.ts';
 
@@ -34,55 +35,37 @@ const VERSION = '0.1.0';
  */
 export async function installTracing(config: TracingConfig, identity: TracingIdentity, o: { exporter?: SpanExporter; warmUp?: boolean } = {}): Promise<ActiveTracer | null> {
   if ((!config.enabled || config.url === null) && !o.exporter) return null;
-  const [api, sdk, resources, semconv] = await Promise.all([
-    import('@opentelemetry/api'),
-    import('@opentelemetry/sdk-trace-base'),
-    import('@opentelemetry/resources'),
-    import('@opentelemetry/semantic-conventions'),
-  ]);
+  const [resources, semconv] = await Promise.all([import('@opentelemetry/resources'), import('@opentelemetry/semantic-conventions')]);
   const exporter = o.exporter ?? new (await import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter({ url: config.url!, timeoutMillis: SPAN_EXPORT_TIMEOUT_MS });
-  // One recipe for the real provider and the warm-up's: the same processor, resource and sampler
-  // classes and shapes, so that the code the warm-up compiles is the code traffic runs (with a
-  // no-op processor, V8 dropped the compiled SpanImpl and the processor's onStart/onEnding/onEnd
-  // at the first real spans: --trace-deopt, wrong map).
-  const makeProvider = (to: SpanExporter) =>
-    new sdk.BasicTracerProvider({
-      resource: resources.resourceFromAttributes({
-        [semconv.ATTR_SERVICE_NAME]: identity.service,
-        [semconv.ATTR_SERVICE_VERSION]: VERSION,
-        ...(identity.instance !== undefined ? { 'service.instance.id': identity.instance } : {}),
-        ...(identity.region !== undefined ? { [ATTR_EDGEQ_REGION]: identity.region } : {}),
-      }),
-      // New traces are sampled by `traceSend` itself (one Math.random() per produce, no SDK call
-      // for the 99% it drops at 1%: the SDK's ratio sampler costs an id generation and a span
-      // object per produce, measured ~5 µs); every other span has a parent, whose decision holds.
-      sampler: new sdk.ParentBasedSampler({ root: new sdk.AlwaysOnSampler() }),
-      spanProcessors: [
-        new sdk.BatchSpanProcessor(to, {
-          maxQueueSize: SPAN_QUEUE_MAX,
-          maxExportBatchSize: SPAN_EXPORT_BATCH_MAX,
-          scheduledDelayMillis: config.exportDelayMs,
-          exportTimeoutMillis: SPAN_EXPORT_TIMEOUT_MS,
-        }),
-      ],
-    });
-  const provider = makeProvider(exporter);
+  // The SDK's default resource (telemetry.sdk.*) under ours, as its tracer provider merges them.
+  const resource = resources.defaultResource().merge(resources.resourceFromAttributes({
+    [semconv.ATTR_SERVICE_NAME]: identity.service,
+    [semconv.ATTR_SERVICE_VERSION]: VERSION,
+    ...(identity.instance !== undefined ? { 'service.instance.id': identity.instance } : {}),
+    ...(identity.region !== undefined ? { [ATTR_EDGEQ_REGION]: identity.region } : {}),
+  }));
+  const queue = new SpanQueue(exporter, {
+    queueMax: SPAN_QUEUE_MAX,
+    batchMax: SPAN_EXPORT_BATCH_MAX,
+    delayMs: config.exportDelayMs,
+    timeoutMs: SPAN_EXPORT_TIMEOUT_MS,
+    resource,
+    scope: { name: 'edgeq', version: VERSION },
+  });
   // Before the real tracer is installed (and before the process serves): warm-up.ts says why.
   // Off by default with an injected exporter (tests install many tracers and do not measure speed).
-  const parent = (sc: SpanContext | null) => (sc === null ? api.ROOT_CONTEXT : api.trace.setSpanContext(api.ROOT_CONTEXT, sc));
-  const warmUpMs = (o.warmUp ?? !o.exporter) ? Math.round(await warmUpTracing(makeProvider, parent)) : null;
+  const warmUpMs = (o.warmUp ?? !o.exporter) ? Math.round(await warmUpTracing(resource)) : null;
   const installed: ActiveTracer = {
-    tracer: provider.getTracer('edgeq', VERSION),
     identity,
     sampleRatio: config.sampleRatio,
     url: o.exporter ? null : config.url,
     exportDelayMs: config.exportDelayMs,
     warmUpMs,
-    parent,
-    flush: () => provider.forceFlush(),
+    record: (span) => queue.add(span),
+    flush: () => queue.flush(),
     shutdown: async () => {
       if (activeTracer() === installed) setActiveTracer(null);
-      await provider.shutdown();
+      await queue.shutdown();
     },
   };
   const previous = setActiveTracer(installed);

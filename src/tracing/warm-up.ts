@@ -1,24 +1,26 @@
 /**
  * JIT warm-up of the traced path, run once when a tracer is installed.
  *
- * Why: at 1% sampling the span path (our hooks, the traced-batch scan, the SDK's startSpan, Span
- * and processor) runs ~100 times a second, too rarely for V8 to compile it while it serves, so it
- * runs in the interpreter and baseline tiers at several times the cost of compiled code. Measured
- * with `perf` on a loaded deployment: the SDK's span code ran in the baseline tier (`^startSpan`)
- * and a span cost ~125 µs of wall time at 1%, where at 100% the same work is compiled and a span
- * costs ~20 µs; the interleaved bench measured 1% at 0.886 of off without this and 0.91-0.96
- * with it (README, "Tracing's cost"). Making and dropping a few thousand spans through the very
- * same code with the very same shapes at start (~100-300 ms of CPU, once) leaves it compiled.
+ * Why: at 1% sampling the span path (our hooks, the traced-batch walk, the span queue) runs a few
+ * times a second, too rarely for V8 to compile it while it serves, so it would run in the
+ * interpreter and baseline tiers at several times the cost of compiled code. Measured with `perf`
+ * on a loaded deployment when spans were still the SDK's: its span code ran in the baseline tier
+ * (`^startSpan`), and the interleaved bench measured 1% at 0.886 of off without a warm-up and
+ * 0.91-0.96 with it (README, "Tracing's cost"). Making and dropping a few thousand spans through
+ * the very same code with the very same shapes at start (~100-300 ms of CPU, once) leaves it
+ * compiled. (What a warm-up cannot fix, the path going cold in the CPU's caches between two
+ * sampled requests, is why the spans are plain records now: span-queue.ts.)
  *
- * The warm-up runs every hook with a tracer of its own, made by the same recipe as the real one
- * (same processor, resource and sampler: other classes or shapes would leave code compiled for
- * them, which V8 throws away at the first real span) but exporting to a sink that drops every
- * span: nothing leaves the process, and the installed tracer is put back before the real one is.
+ * The warm-up runs every hook with a tracer of its own whose queue is built like the real one
+ * (same resource, same conversion to the exporter's span shape) but exports to a sink that drops
+ * every span: nothing leaves the process, and the installed tracer is put back before the real
+ * one is installed.
  */
-import type { Context, SpanContext } from '@opentelemetry/api';
-import type { BasicTracerProvider, SpanExporter } from '@opentelemetry/sdk-trace-base';
+import type { Resource } from '@opentelemetry/resources';
+import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { buildBatch, stampOrigin } from '../log/index.ts';
 import { TRACE_HEADER } from './carrier.ts';
+import { SpanQueue } from './span-queue.ts';
 import { receiveSpan, traceAppend, traceApplied, traceNowMs, traceReplica, traceSend } from './spans.ts';
 import { activeTracer, setActiveTracer, type ActiveTracer } from './state.ts';
 
@@ -38,23 +40,25 @@ const DROP: SpanExporter = {
 };
 
 /**
- * Runs the warm-up with providers from `makeProvider` (the real tracer's recipe) and the real
- * tracer's `parent`; returns how long it took (ms). Never throws: a failed warm-up only costs speed.
+ * Runs the warm-up with spans of `resource` (the real tracer's) into a dropping exporter; returns
+ * how long it took (ms). `exporter` replaces the dropping one (tests count what it made). Never
+ * throws: a failed warm-up only costs speed.
  */
-export async function warmUpTracing(makeProvider: (exporter: SpanExporter) => BasicTracerProvider, parent: (sc: SpanContext | null) => Context, rounds = WARM_UP_ROUNDS): Promise<number> {
+export async function warmUpTracing(resource: Resource, rounds = WARM_UP_ROUNDS, exporter: SpanExporter = DROP): Promise<number> {
   const started = performance.now();
   const previous = activeTracer();
-  const provider = makeProvider(DROP);
+  // Exported every round's few spans at the end of the round (batchMax 8), so that the conversion
+  // to the exporter's shape runs as often as the hooks do.
+  const queue = new SpanQueue(exporter, { queueMax: 1_024, batchMax: 8, delayMs: 1, timeoutMs: 1_000, resource, scope: { name: 'edgeq-warm-up' } });
   const warm: ActiveTracer = {
-    tracer: provider.getTracer('edgeq-warm-up'),
     identity: { service: 'edgeq-warm-up' },
     sampleRatio: 1,
     url: null,
     exportDelayMs: 1,
     warmUpMs: null,
-    parent,
-    flush: () => Promise.resolve(),
-    shutdown: () => Promise.resolve(),
+    record: (span) => queue.add(span),
+    flush: () => queue.flush(),
+    shutdown: () => queue.shutdown(),
   };
   setActiveTracer(warm);
   try {
@@ -75,14 +79,16 @@ export async function warmUpTracing(makeProvider: (exporter: SpanExporter) => Ba
       const startMs = traceNowMs();
       traceApplied({ topic: TOPIC, partition: 0, batches: [stampOrigin(batch, { region: 'warm-up', offset: i })], startMs, baseOffset: i, duplicate: false });
       receiveSpan(warm, { topic: TOPIC, partition: 0, records: [{ offset: i, headers: header }], startMs, endMs: traceNowMs() });
-      // The broker hooks make their spans after an async decode: let them run before the next round.
+      // The broker hooks make their spans after an async walk: let them run, then export the round.
       await new Promise<void>((resolve) => setImmediate(resolve));
+      await queue.flush();
     }
   } catch {
     // Only speed is at stake.
   } finally {
     setActiveTracer(previous);
-    await provider.shutdown().catch(() => undefined);
+    // Not shutdown(): that would shut the exporter, which a test may still read.
+    await queue.flush().catch(() => undefined);
   }
   return performance.now() - started;
 }
