@@ -6,6 +6,7 @@
 // contexts, and more distinct contexts than one operation follows.
 import { describe, expect, it } from 'vitest';
 import { ATTR_HAS_TRACE, CompressionCodec, OFFSET_ATTRIBUTES, OFFSET_ORIGIN_REGION, buildBatch, decodeBatch, setBaseOffset, splitBatches, stampOrigin, type RecordHeader, type RecordInput } from '../log/index.ts';
+import { seededRandom } from '../core/random.ts';
 import { randInt, testSeed } from '../testing/index.ts';
 import { TRACE_CONTEXTS_PER_BATCH_MAX, anyBatchTraced, recordContext, tracedRecords, type TracedRecords } from './carrier.ts';
 
@@ -40,21 +41,10 @@ function hex(rand: () => number, chars: number): string {
   return /^0+$/.test(s) ? `1${s.slice(1)}` : s;
 }
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 describe('tracedRecords (the in-place walk of traced batches)', () => {
   it('finds what decoding every record finds, on random batches', async () => {
     const seed = testSeed('carrier-walk');
-    const rand = mulberry32(seed);
+    const rand = seededRandom(seed);
     // A small pool of contexts, so that records share them (count > 1) and some cases pass the cap.
     const contexts = Array.from({ length: 48 }, () => `00-${hex(rand, 32)}-${hex(rand, 16)}-0${randInt(rand, 0, 1)}`);
     // Every tenth round, each record has a context of its own: more than one operation follows.
