@@ -211,9 +211,15 @@ describe('CheckedWorkload pacing and bounds', () => {
     await w.ensureTopics();
     w.start();
     const total = () => [...gw.topics.values()].reduce((n, t) => n + t.logs.reduce((m, l) => m + l.length, 0), 0);
-    await eventually(() => w.produced().length === 50 && total() === 50, 10_000, 'all records written');
+    // The schedule's 50 slots (rate 50 × 0.5 s over two topics) end as records or as skips: on a
+    // loaded machine (CI) late ticks bunch up and a slot whose partitions are all busy is skipped,
+    // so the count written is whatever was not skipped, and every one of those must be read.
+    const skipped = () => w.stats().regions['r1']!.skipped;
+    await eventually(() => w.produced().length + skipped() === 50 && total() === w.produced().length, 10_000, 'every slot written or skipped');
+    const written = w.produced().length;
+    expect(written).toBeGreaterThan(0);
     const seen = () => new Set(w.polls().flatMap((p) => p.offsets.map((o) => `${p.topic}/${p.partition}/${o}`)));
-    await eventually(() => seen().size === 50, 10_000, 'every record polled');
+    await eventually(() => seen().size === written, 10_000, 'every record polled');
     await w.stop();
     const readers = new Map<string, PollObservation[]>();
     for (const p of w.polls()) {
